@@ -1,0 +1,33 @@
+# Two commands do all set-up on a fresh machine:
+#   make book   build the site into _build/html (executes every notebook)
+#   make test   run the whole test suite (unit, parity, property, notebooks, book)
+# Both create .venv and install the pinned requirements and mha_lib if needed.
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: book test lint clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf _build

@@ -1,0 +1,279 @@
+"""Multi-head attention: project, split into heads, attend, merge, project back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha_lib._checks import (
+    check_broadcastable,
+    check_floating,
+    check_mask_dtype,
+    check_rank,
+    check_tensor,
+)
+from mha_lib.attention import scaled_dot_product_attention
+from mha_lib.heads import merge_heads, split_heads
+
+
+class MultiHeadAttention(nn.Module):
+    """Batch-first multi-head attention with per-head weights and head masking.
+
+    Each of the ``num_heads`` heads attends in its own ``d_model / num_heads``
+    dimensional slice of the projected queries, keys and values; the heads'
+    outputs are concatenated and mixed by ``out_proj``. Masks:
+
+    - ``attn_mask``: ``(Tq, Tk)`` or broadcastable to ``(B, H, Tq, Tk)``. Boolean
+      True means *may attend*, as in `torch.nn.functional.scaled_dot_product_attention`
+      (note: the opposite of `torch.nn.MultiheadAttention`'s boolean ``attn_mask``).
+      A float mask is added to the scores.
+    - ``key_padding_mask``: ``(B, Tk)``; boolean True marks padding, as in
+      `torch.nn.MultiheadAttention`. A float mask is added to the scores.
+    - ``head_mask``: float ``(H,)`` or ``(B, H)``, multiplying each head's output
+      before ``out_proj``; gradients flow to it (head importance uses them).
+
+    With ``need_weights=False`` the fused kernel runs and no ``(B, H, Tq, Tk)``
+    map is stored; with ``need_weights=True`` the explicit path runs and the
+    per-head weights are returned.
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0
+    ) -> None:
+        super().__init__()
+        for name, value in (("d_model", d_model), ("num_heads", num_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_head = d_model // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases, as `nn.MultiheadAttention` does.
+
+        Xavier keeps the variance of projected queries and keys near that of
+        the input, so the scores start in the range where softmax still has
+        gradient (chapter 7 measures what happens otherwise).
+        """
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            nn.init.xavier_uniform_(proj.weight)
+            if proj.bias is not None:
+                nn.init.zeros_(proj.bias)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        *,
+        attn_mask: torch.Tensor | None = None,
+        key_padding_mask: torch.Tensor | None = None,
+        head_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Return ``(output (B, Tq, d_model), weights (B, H, Tq, Tk) or None)``.
+
+        ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention).
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        self._check_inputs(query, key, value)
+        batch, q_len, _ = query.shape
+        k_len = key.shape[1]
+        scores_shape = (batch, self.num_heads, q_len, k_len)
+        mask = _combine_masks(attn_mask, key_padding_mask, scores_shape, query.dtype)
+
+        q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
+        k = split_heads(self.k_proj(key), self.num_heads)  # (B, H, Tk, Dh)
+        v = split_heads(self.v_proj(value), self.num_heads)  # (B, H, Tk, Dh)
+        dropout = self.dropout if self.training else 0.0
+
+        if need_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh)
+            if dropout:
+                out = F.dropout(weights, dropout) @ v
+        else:
+            # Fused kernel: same math, but the (B, H, Tq, Tk) map is never stored.
+            # Rows that may attend to nothing are opened up for the kernel (it
+            # would return NaN for a float mask) and zeroed after, as the explicit path does.
+            blocked = None if mask is None else _blocked_rows(mask)
+            if blocked is not None:
+                mask = mask.masked_fill(blocked, True if mask.dtype == torch.bool else 0.0)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            if blocked is not None:
+                out = out.masked_fill(blocked, 0.0)
+            weights = None
+
+        if head_mask is not None:
+            out = out * self._head_mask_view(head_mask, batch).to(out.dtype)  # (B, H, Tq, Dh)
+        return self.out_proj(merge_heads(out)), weights  # (B, Tq, d_model)
+
+    @classmethod
+    def from_torch(cls, mha: nn.MultiheadAttention) -> MultiHeadAttention:
+        """Copy the weights of a `torch.nn.MultiheadAttention` (either ``batch_first``).
+
+        The copy is always batch-first; torch packs the three input projections
+        into one ``in_proj_weight``, which is split here into q, k and v.
+        """
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got {type(mha).__name__}")
+        if not mha._qkv_same_embed_dim:
+            raise ValueError("mha has kdim/vdim different from embed_dim, which is not supported")
+        if mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError("mha uses add_bias_kv or add_zero_attn, which are not supported")
+        bias = mha.in_proj_bias is not None
+        new = cls(mha.embed_dim, mha.num_heads, bias=bias, dropout=mha.dropout)
+        new.to(device=mha.in_proj_weight.device, dtype=mha.in_proj_weight.dtype)
+        projections = (new.q_proj, new.k_proj, new.v_proj)
+        with torch.no_grad():
+            for proj, weight in zip(projections, mha.in_proj_weight.chunk(3), strict=True):
+                proj.weight.copy_(weight)
+            new.out_proj.weight.copy_(mha.out_proj.weight)
+            if bias:
+                for proj, b in zip(projections, mha.in_proj_bias.chunk(3), strict=True):
+                    proj.bias.copy_(b)
+                new.out_proj.bias.copy_(mha.out_proj.bias)
+        return new.train(mha.training)
+
+    def prune_heads(self, heads: Iterable[int]) -> None:
+        """Remove heads physically: their q/k/v rows and ``out_proj`` columns go.
+
+        Indices refer to the current heads (0 … num_heads − 1). The result
+        equals masking those heads with a zero ``head_mask``, with fewer
+        parameters and less compute. At least one head must remain.
+        """
+        drop = set()
+        for h in heads:
+            if isinstance(h, bool) or not isinstance(h, int):
+                raise TypeError(f"heads must contain ints, got {h!r}")
+            if not 0 <= h < self.num_heads:
+                raise ValueError(f"head index {h} is out of range for {self.num_heads} heads")
+            drop.add(h)
+        if not drop:
+            return
+        if len(drop) == self.num_heads:
+            raise ValueError(f"cannot prune all {self.num_heads} heads; at least one must remain")
+        keep = [h for h in range(self.num_heads) if h not in drop]
+        dh = self.d_head
+        idx = torch.cat([torch.arange(h * dh, (h + 1) * dh) for h in keep])
+        idx = idx.to(self.q_proj.weight.device)
+        self.q_proj = _keep_outputs(self.q_proj, idx)
+        self.k_proj = _keep_outputs(self.k_proj, idx)
+        self.v_proj = _keep_outputs(self.v_proj, idx)
+        self.out_proj = _keep_inputs(self.out_proj, idx)
+        self.num_heads = len(keep)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}"
+
+    def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_floating(x, name)
+            check_rank(x, 3, name, "(batch, time, d_model)")
+            if x.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} has last dimension {x.shape[-1]}, expected d_model={self.d_model}"
+                )
+        if not (query.shape[0] == key.shape[0] == value.shape[0]):
+            raise ValueError(
+                f"query, key and value must share the batch size, got "
+                f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length, got {key.shape[1]} and {value.shape[1]}"
+            )
+
+    def _head_mask_view(self, head_mask: torch.Tensor, batch: int) -> torch.Tensor:
+        check_floating(head_mask, "head_mask")
+        if tuple(head_mask.shape) == (self.num_heads,):
+            return head_mask.view(1, self.num_heads, 1, 1)
+        if tuple(head_mask.shape) == (batch, self.num_heads):
+            return head_mask.view(batch, self.num_heads, 1, 1)
+        raise ValueError(
+            f"head_mask must have shape ({self.num_heads},) or ({batch}, {self.num_heads}), "
+            f"got {tuple(head_mask.shape)}"
+        )
+
+
+def _combine_masks(
+    attn_mask: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None,
+    scores_shape: tuple[int, int, int, int],
+    dtype: torch.dtype,
+) -> torch.Tensor | None:
+    """One mask broadcastable to ``(B, H, Tq, Tk)``: boolean (True = may attend) or additive."""
+    like = torch.empty(0, dtype=dtype)
+    masks = []
+    if attn_mask is not None:
+        check_mask_dtype(attn_mask, "attn_mask", like)
+        check_broadcastable(attn_mask, scores_shape, "attn_mask")
+        masks.append(attn_mask)
+    if key_padding_mask is not None:
+        check_tensor(key_padding_mask, "key_padding_mask")
+        check_mask_dtype(key_padding_mask, "key_padding_mask", like)
+        batch, _, _, k_len = scores_shape
+        if tuple(key_padding_mask.shape) != (batch, k_len):
+            raise ValueError(
+                f"key_padding_mask must have shape (batch, Tk) = ({batch}, {k_len}), "
+                f"got {tuple(key_padding_mask.shape)}"
+            )
+        padding = key_padding_mask[:, None, None, :]  # (B, 1, 1, Tk)
+        masks.append(~padding if padding.dtype == torch.bool else padding)
+    if not masks:
+        return None
+    if all(m.dtype == torch.bool for m in masks):
+        combined = masks[0]
+        for m in masks[1:]:
+            combined = combined & m
+        return combined
+    additive = [_as_additive(m, dtype) for m in masks]
+    return additive[0] if len(additive) == 1 else additive[0] + additive[1]
+
+
+def _as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+        ~mask, float("-inf")
+    )
+
+
+def _blocked_rows(mask: torch.Tensor) -> torch.Tensor:
+    """True for query rows whose mask lets them attend to no key."""
+    if mask.dtype == torch.bool:
+        return ~mask.any(dim=-1, keepdim=True)
+    return torch.isneginf(mask).all(dim=-1, keepdim=True)
+
+
+def _keep_outputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
+    new = nn.Linear(linear.in_features, len(idx), bias=linear.bias is not None)
+    new.to(device=linear.weight.device, dtype=linear.weight.dtype)
+    with torch.no_grad():
+        new.weight.copy_(linear.weight[idx])
+        if linear.bias is not None:
+            new.bias.copy_(linear.bias[idx])
+    return new
+
+
+def _keep_inputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
+    new = nn.Linear(len(idx), linear.out_features, bias=linear.bias is not None)
+    new.to(device=linear.weight.device, dtype=linear.weight.dtype)
+    with torch.no_grad():
+        new.weight.copy_(linear.weight[:, idx])
+        if linear.bias is not None:
+            new.bias.copy_(linear.bias)
+    return new
