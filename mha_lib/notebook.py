@@ -92,10 +92,16 @@ def html_table(
     """A small HTML table (no pandas): renders in Jupyter and on the site alike."""
     from IPython.display import HTML
 
+    pad = "padding:0.25em 0.9em;"
+
     def cell(value: object) -> str:
         text = format(value, floatfmt) if isinstance(value, float) else str(value)
-        return html.escape(text)
+        align = "right" if isinstance(value, int | float) else "left"
+        return f'<td style="{pad}text-align:{align}">{html.escape(text)}</td>'
 
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
-    return HTML(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    head = "".join(f'<th style="{pad}text-align:left">{html.escape(str(h))}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
+    return HTML(
+        '<table style="border-collapse:collapse;margin:0.5em 0">'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
