@@ -64,6 +64,7 @@ def test_every_toc_page_is_built(built_book):
 def test_chapter_executed_and_rendered_its_figures(built_book, path):
     page = (built_book / "notebooks" / f"{path.stem}.html").read_text()
     assert "Traceback" not in page, f"{path.name}: a traceback is rendered on the page"
+    assert "{glue:" not in page, f"{path.name}: a glue role was not resolved (check its backticks)"
     n_code = sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
     assert page.count("cell_output") >= 1 or n_code == 0, f"{path.name}: no executed output"
     uses_show = "show(" in path.read_text()
