@@ -12,6 +12,7 @@ import html
 import io
 import os
 import random
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,9 @@ def setup(seed: int = 0) -> None:
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+    # tqdm.auto warns when ipywidgets is absent, although the bars are disabled anyway.
+    warnings.filterwarnings("ignore", message="IProgress not found", module="tqdm")
 
     import matplotlib as mpl
     import numpy as np

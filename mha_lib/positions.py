@@ -1,0 +1,58 @@
+"""Position information: the one thing self-attention cannot work out for itself.
+
+Self-attention treats its input as a set: permute the tokens and the outputs are
+permuted the same way, nothing else changes. Order has to be added to the input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+
+def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
+    """The fixed encodings of Vaswani et al. (2017): ``(length, d_model)``.
+
+    ``PE[p, 2i] = sin(p / 10000^(2i/d))`` and ``PE[p, 2i+1] = cos(…)``: each pair of
+    features is a clock running at its own frequency, so every position gets a
+    distinct code and nearby positions get similar ones.
+    """
+    for name, value in (("length", length), ("d_model", d_model)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if d_model % 2:
+        raise ValueError(f"d_model must be even (sine/cosine pairs), got {d_model}")
+    position = torch.arange(length, dtype=torch.float64)[:, None]  # (T, 1)
+    frequency = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (D/2,)
+    angles = position * frequency  # (T, D/2)
+    pe = torch.empty(length, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)
+    return pe.float()
+
+
+@contextlib.contextmanager
+def without_position_embeddings(model: nn.Module) -> Iterator[nn.Module]:
+    """Temporarily zero a BERT-family model's learned position embeddings.
+
+    Inside the block the model sees only which tokens are present, not where;
+    the weights are restored on exit, even after an exception.
+    """
+    embeddings = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
+    if not isinstance(embeddings, nn.Embedding):
+        raise TypeError(
+            "model must have embeddings.position_embeddings (a BERT-family model), "
+            f"got {type(model).__name__}"
+        )
+    saved = embeddings.weight.detach().clone()
+    with torch.no_grad():
+        embeddings.weight.zero_()
+    try:
+        yield model
+    finally:
+        with torch.no_grad():
+            embeddings.weight.copy_(saved)
