@@ -1,7 +1,10 @@
 # Two commands do all set-up on a fresh machine:
 #   make book   build the site into _build/html (executes every notebook)
-#   make test   run the whole test suite (unit, parity, property, notebooks, book)
-# Both create .venv and install the pinned requirements and mha_lib if needed.
+#   make test   run the whole test suite (unit, parity, property, notebooks, book, and the
+#               built site in headless Chromium)
+# Both create .venv and install the pinned requirements and mha_lib if needed; `make test`
+# also installs the browser test's needs (scripts/install_browser.sh: Debian's chromium when
+# run as root, the pinned npm test assets).
 
 PYTHON ?= python3.11
 VENV   := .venv
@@ -10,7 +13,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: book test lint clean
+.PHONY: book test lint lab clean browser
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,12 +25,18 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
-test: $(STAMP)
+browser:
+	bash scripts/install_browser.sh
+
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+lab: $(STAMP)
+	$(BIN)/jupyter-lab notebooks/
 
 clean:
 	rm -rf _build
