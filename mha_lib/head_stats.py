@@ -1,0 +1,255 @@
+"""What each attention head does, in numbers: entropy, where its mass goes, how far it looks.
+
+Every function takes attention maps ``(..., T, T)`` whose rows (queries) sum to
+1 and returns one number per head ``(...)``: a mean over the query rows of one
+sentence. :func:`head_statistics` pools many sentences by averaging over all
+their query tokens (Clark et al. 2019 average over tokens the same way), and
+:func:`head_distances` compares heads with the Jensen–Shannon distance.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from mha_lib import softmax_stats
+from mha_lib._checks import check_floating
+
+PUNCTUATION = frozenset(string.punctuation)
+
+
+def _check_maps(maps: torch.Tensor, name: str = "maps") -> int:
+    check_floating(maps, name)
+    if maps.dim() < 2 or maps.shape[-1] != maps.shape[-2] or maps.shape[-1] == 0:
+        raise ValueError(f"{name} must have shape (..., T, T) with T > 0, got {tuple(maps.shape)}")
+    return maps.shape[-1]
+
+
+def entropy(maps: torch.Tensor) -> torch.Tensor:
+    """Mean entropy (nats) of the query rows: 0 = one key gets everything, ln T = uniform."""
+    _check_maps(maps)
+    return softmax_stats.entropy(maps).mean(-1)  # (...)
+
+
+def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
+    """Mean attention that a query puts on the marked keys (e.g. ``[CLS]`` or punctuation)."""
+    t = _check_maps(maps)
+    keys = torch.as_tensor(keys)
+    if keys.dtype != torch.bool or tuple(keys.shape) != (t,):
+        raise ValueError(
+            f"keys must be a boolean vector of length T = {t}, got {tuple(keys.shape)}"
+        )
+    return maps[..., keys].sum(-1).mean(-1)  # (...)
+
+
+def offset_mass(maps: torch.Tensor, offset: int) -> torch.Tensor:
+    """Mean weight on the key ``offset`` positions away: 0 = itself, −1 = previous, +1 = next.
+
+    Averaged over the queries that have such a key (the first token has no
+    previous one); a sentence too short for the offset gives NaN.
+    """
+    t = _check_maps(maps)
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise TypeError(f"offset must be an int, got {offset!r}")
+    if abs(offset) >= t:
+        return maps.new_full(maps.shape[:-2], math.nan)
+    return torch.diagonal(maps, offset=offset, dim1=-2, dim2=-1).mean(-1)  # (...)
+
+
+def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
+    """Mean weight a query puts on keys at most ``width`` positions away (itself included)."""
+    t = _check_maps(maps)
+    if isinstance(width, bool) or not isinstance(width, int) or width < 0:
+        raise ValueError(f"width must be a non-negative int, got {width!r}")
+    pos = torch.arange(t)
+    band = (pos[:, None] - pos[None, :]).abs() <= width  # (T, T)
+    return (maps * band).sum(-1).mean(-1)  # (...)
+
+
+def mean_distance(maps: torch.Tensor) -> torch.Tensor:
+    """Mean |query − key| distance in tokens, weighted by attention: how far a head looks."""
+    t = _check_maps(maps)
+    pos = torch.arange(t, dtype=maps.dtype)
+    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T)
+    return (maps * dist).sum(-1).mean(-1)  # (...)
+
+
+def token_masks(
+    tokens: Sequence[str], cls: str = "[CLS]", sep: str = "[SEP]"
+) -> dict[str, torch.Tensor]:
+    """Boolean key masks for ``cls``, ``sep`` and punctuation tokens of one sentence."""
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError("tokens must be a list of strings")
+    return {
+        "cls": torch.tensor([t == cls for t in tokens], dtype=torch.bool),
+        "sep": torch.tensor([t == sep for t in tokens], dtype=torch.bool),
+        "punct": torch.tensor(
+            [bool(t) and all(ch in PUNCTUATION for ch in t) for t in tokens], dtype=torch.bool
+        ),
+    }
+
+
+STATISTICS = (
+    "entropy",
+    "cls",
+    "sep",
+    "punct",
+    "self",
+    "previous",
+    "next",
+    "local",
+    "distance",
+)
+
+
+def head_statistics(
+    maps: Sequence[torch.Tensor],
+    tokens: Sequence[Sequence[str]],
+    *,
+    cls: str = "[CLS]",
+    sep: str = "[SEP]",
+) -> dict[str, torch.Tensor]:
+    """Pool the per-head statistics over sentences, weighting each query token equally.
+
+    ``maps[i]`` is sentence ``i``'s ``(L, H, T_i, T_i)`` map and ``tokens[i]`` its
+    ``T_i`` tokens. Returns one ``(L, H)`` tensor per name in :data:`STATISTICS`
+    (entropy in nats, distance in tokens, the rest as attention fractions; ``local``
+    is the weight within one position: previous, self and next together).
+    """
+    if len(maps) != len(tokens) or not maps:
+        raise ValueError(
+            f"maps and tokens must be non-empty and equally long, got {len(maps)} and {len(tokens)}"
+        )
+    totals: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = dict.fromkeys(STATISTICS, 0)
+    shape = None
+    for i, (m, toks) in enumerate(zip(maps, tokens, strict=True)):
+        t = _check_maps(m, f"maps[{i}]")
+        if len(toks) != t:
+            raise ValueError(f"tokens[{i}] has {len(toks)} tokens but maps[{i}] has T = {t}")
+        if shape is None:
+            shape = m.shape[:-2]
+        elif m.shape[:-2] != shape:
+            raise ValueError(f"maps[{i}] has heads {tuple(m.shape[:-2])}, expected {tuple(shape)}")
+        masks = token_masks(toks, cls, sep)
+        m = m.double()
+        values = {
+            "entropy": (entropy(m), t),
+            "cls": (mass_on(m, masks["cls"]), t),
+            "sep": (mass_on(m, masks["sep"]), t),
+            "punct": (mass_on(m, masks["punct"]), t),
+            "self": (offset_mass(m, 0), t),
+            "previous": (offset_mass(m, -1), t - 1),
+            "next": (offset_mass(m, 1), t - 1),
+            "local": (local_mass(m, 1), t),
+            "distance": (mean_distance(m), t),
+        }
+        for name, (value, n) in values.items():
+            if n <= 0:
+                continue
+            totals[name] = totals.get(name, 0) + value * n
+            counts[name] += n
+    return {name: (totals[name] / counts[name]).float() for name in STATISTICS if counts[name]}
+
+
+def js_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Jensen–Shannon distance (base 2, in [0, 1]) between distributions along the last axis."""
+    check_floating(p, "p")
+    check_floating(q, "q")
+    m = 0.5 * (p + q)
+
+    def bits(a: torch.Tensor) -> torch.Tensor:  # entropy in bits
+        return -torch.special.xlogy(a, a).sum(-1) / math.log(2.0)
+
+    # JS(p, q) = H(m) − (H(p) + H(q)) / 2; rounding can make it a hair negative.
+    return (bits(m) - 0.5 * (bits(p) + bits(q))).clamp_min(0.0).sqrt()
+
+
+def head_distances(maps: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``(N, N)`` mean Jensen–Shannon distance between every pair of the ``N = L·H`` heads.
+
+    For each sentence and query token, the two heads' attention rows are
+    compared; the distance is averaged over all query tokens of all sentences.
+    Head ``l·H + h`` is layer ``l``, head ``h``. Cost grows as N²·(tokens)·T, so
+    a sample of a hundred sentences is plenty for a stable map.
+    """
+    if not maps:
+        raise ValueError("maps must hold at least one sentence")
+    by_length: dict[int, list[torch.Tensor]] = {}
+    n_heads = None
+    for i, m in enumerate(maps):
+        t = _check_maps(m, f"maps[{i}]")
+        flat = m.reshape(-1, t, t).float()  # (N, T, T)
+        if n_heads is not None and flat.shape[0] != n_heads:
+            raise ValueError(f"maps[{i}] has {flat.shape[0]} heads, expected {n_heads}")
+        n_heads = flat.shape[0]
+        by_length.setdefault(t, []).append(flat)
+    total = torch.zeros(n_heads, n_heads)
+    rows = 0
+    for group in by_length.values():
+        x = torch.cat(group, dim=1)  # (N, rows, T): every query row of these sentences
+        rows += x.shape[1]
+        for i in range(n_heads - 1):  # the matrix is symmetric: fill the upper triangle
+            d = js_distance(x[i : i + 1], x[i + 1 :]).sum(-1)  # (N − i − 1,)
+            total[i, i + 1 :] += d
+    total = total / rows
+    return total + total.T
+
+
+def mds_embedding(distances: torch.Tensor | np.ndarray, seed: int = 0) -> np.ndarray:
+    """2-D metric MDS of a distance matrix, so similar heads land close together."""
+    from sklearn.manifold import MDS
+
+    d = np.asarray(distances, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 3:
+        raise ValueError(f"distances must be a square (N, N) matrix with N >= 3, got {d.shape}")
+    if not np.allclose(d, d.T, atol=1e-6) or np.any(d < 0):
+        raise ValueError("distances must be symmetric and non-negative")
+    mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
+    return mds.fit_transform(d)
+
+
+def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each head's mean distance to the *other* heads of its layer, and to heads of other layers.
+
+    Returns two ``(L, H)`` tensors from the ``(L·H, L·H)`` matrix of
+    :func:`head_distances`. A layer whose heads "look alike" has small
+    within-layer values; an outlier head stands out with a large one.
+    """
+    d = torch.as_tensor(distances)
+    check_floating(d, "distances")
+    n = d.shape[0]
+    if d.dim() != 2 or d.shape[1] != n:
+        raise ValueError(f"distances must be a square (N, N) matrix, got {tuple(d.shape)}")
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
+    if n % num_layers or n // num_layers < 2:
+        raise ValueError(f"{n} heads do not split into {num_layers} layers of at least 2 heads")
+    h = n // num_layers
+    layer_of = torch.arange(n) // h  # (N,)
+    same = layer_of[:, None] == layer_of[None, :]  # (N, N)
+    other_in_layer = same & ~torch.eye(n, dtype=torch.bool)
+    within = (d * other_in_layer).sum(1) / (h - 1)  # (N,)
+    across = (d * ~same).sum(1) / (n - h) if num_layers > 1 else torch.full((n,), math.nan)
+    return within.view(num_layers, h), across.view(num_layers, h)
+
+
+def outlier_heads(within: torch.Tensor, threshold: float = 3.0) -> list[tuple[int, int]]:
+    """Heads unlike the rest of their layer: ``(layer, head)`` pairs, most unusual first.
+
+    A head is an outlier when its within-layer distance (from :func:`layer_contrast`)
+    lies more than ``threshold`` robust standard deviations (1.4826 × median absolute
+    deviation) above its layer's median; the median ignores the outliers themselves.
+    """
+    check_floating(within, "within")
+    if within.dim() != 2 or within.shape[1] < 3:
+        raise ValueError(f"within must have shape (L, H) with H >= 3, got {tuple(within.shape)}")
+    median = within.median(dim=1, keepdim=True).values  # (L, 1)
+    mad = (within - median).abs().median(dim=1, keepdim=True).values * 1.4826  # (L, 1)
+    score = (within - median) / mad.clamp_min(1e-12)  # (L, H)
+    found = (score > threshold).nonzero().tolist()
+    return sorted(((int(i), int(h)) for i, h in found), key=lambda ih: -float(score[ih]))

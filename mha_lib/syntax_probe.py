@@ -1,0 +1,310 @@
+"""Do attention heads find syntax? Sentences with exactly known dependencies, and a scorer.
+
+Clark et al. (2019) scored each BERT head as a tiny parser: a word's predicted
+syntactic head is the word it attends to most. They used a treebank; we have
+none offline, so sentences are generated from a few templates whose
+dependencies are known by construction (Universal-Dependencies-style labels,
+as in their Table 1). Each head is compared with the best *fixed-offset*
+baseline ("the head is always 2 words to the right"), which is strong on short
+template sentences, so only the gap above it counts.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from mha_lib._checks import check_floating
+
+# Word lists: every noun and adjective starts with a consonant, so "a" is always right.
+DETERMINERS = ("the", "a", "this", "that", "every")
+ADJECTIVES = ("big", "small", "tall", "quiet", "happy", "brown", "young", "clever", "lazy", "noisy")
+AGENTS = ("dog", "cat", "farmer", "teacher", "doctor", "child", "pilot", "student", "bird", "baker")
+THINGS = ("ball", "book", "letter", "car", "box", "door", "cake", "picture", "bottle", "map")
+PLACES = (
+    "garden",
+    "house",
+    "river",
+    "park",
+    "kitchen",
+    "table",
+    "bridge",
+    "station",
+    "road",
+    "hill",
+)
+# (past tense, base form) of transitive verbs; intransitive verbs in the past tense.
+TRANSITIVE = (
+    ("chased", "chase"),
+    ("found", "find"),
+    ("opened", "open"),
+    ("painted", "paint"),
+    ("carried", "carry"),
+    ("dropped", "drop"),
+    ("washed", "wash"),
+    ("bought", "buy"),
+    ("liked", "like"),
+    ("kicked", "kick"),
+)
+INTRANSITIVE = ("slept", "waited", "laughed", "danced", "sat", "stood", "worked", "played")
+PREPOSITIONS = ("in", "on", "near", "behind", "under", "beside")
+ADVERBS = ("quickly", "slowly", "quietly", "suddenly", "carefully")
+AUXILIARIES = ("will", "can", "must", "should")
+
+RELATIONS = ("det", "amod", "nsubj", "dobj", "prep", "pobj", "advmod", "aux", "punct")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """Words with gold dependencies: ``heads[i]`` is the index of word i's head, −1 for the root."""
+
+    words: tuple[str, ...]
+    heads: tuple[int, ...]
+    relations: tuple[str, ...]
+    template: str
+
+    def __post_init__(self) -> None:
+        n = len(self.words)
+        if not (len(self.heads) == len(self.relations) == n) or n == 0:
+            raise ValueError("words, heads and relations must be non-empty and equally long")
+        if sum(h == -1 for h in self.heads) != 1:
+            raise ValueError("exactly one word must be the root (head −1)")
+        if any(not -1 <= h < n or h == i for i, h in enumerate(self.heads)):
+            raise ValueError("every head must be another word's index, or −1 for the root")
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words[:-1]) + self.words[-1]
+
+    def arcs(self) -> list[tuple[int, int, str]]:
+        """``(dependent, head, relation)`` for every word but the root."""
+        return [
+            (i, h, r)
+            for i, (h, r) in enumerate(zip(self.heads, self.relations, strict=True))
+            if h >= 0
+        ]
+
+
+class _Builder:
+    """Append words with their head given as a *name* resolved when the sentence is done."""
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+        self.heads: list[str | None] = []
+        self.relations: list[str] = []
+        self.names: dict[str, int] = {}
+
+    def add(self, word: str, relation: str, head: str | None, name: str | None = None) -> None:
+        if name is not None:
+            self.names[name] = len(self.words)
+        self.words.append(word)
+        self.heads.append(head)
+        self.relations.append(relation)
+
+    def noun_phrase(
+        self, rng: random.Random, nouns: Sequence[str], name: str, relation: str, head: str
+    ) -> None:
+        self.add(rng.choice(DETERMINERS), "det", name)
+        # zero, one or two adjectives, so neither det nor amod sits at one fixed offset
+        n_adj = rng.choices((0, 1, 2), weights=(2, 2, 1))[0]
+        for adjective in sorted(rng.sample(ADJECTIVES, n_adj), key=ADJECTIVES.index):
+            self.add(adjective, "amod", name)
+        self.add(rng.choice(nouns), relation, head, name)
+
+    def done(self, template: str) -> Sentence:
+        heads = tuple(-1 if h is None else self.names[h] for h in self.heads)
+        return Sentence(tuple(self.words), heads, tuple(self.relations), template)
+
+
+def _transitive(rng: random.Random) -> Sentence:
+    # the (adj) farmer painted the (adj) box .
+    b = _Builder()
+    b.noun_phrase(rng, AGENTS, "subj", "nsubj", "verb")
+    b.add(rng.choice(TRANSITIVE)[0], "root", None, "verb")
+    b.noun_phrase(rng, THINGS, "obj", "dobj", "verb")
+    b.add(".", "punct", "verb")
+    return b.done("transitive")
+
+
+def _intransitive_pp(rng: random.Random) -> Sentence:
+    # the (adj) dog slept (quietly) under the (adj) table .   An intransitive verb: the
+    # PP can only attach to the verb; the optional adverb moves it one word further away.
+    b = _Builder()
+    b.noun_phrase(rng, AGENTS, "subj", "nsubj", "verb")
+    b.add(rng.choice(INTRANSITIVE), "root", None, "verb")
+    if rng.random() < 0.5:
+        b.add(rng.choice(ADVERBS), "advmod", "verb")
+    b.add(rng.choice(PREPOSITIONS), "prep", "verb", "prep")
+    b.noun_phrase(rng, PLACES, "pobj", "pobj", "prep")
+    b.add(".", "punct", "verb")
+    return b.done("intransitive+pp")
+
+
+def _subject_pp(rng: random.Random) -> Sentence:
+    # the (adj) cat near the river found the (adj) ball .   (a PP between subject and
+    # verb can only modify the subject noun)
+    b = _Builder()
+    b.noun_phrase(rng, AGENTS, "subj", "nsubj", "verb")
+    b.add(rng.choice(PREPOSITIONS), "prep", "subj", "prep")
+    b.add(rng.choice(DETERMINERS), "det", "pobj")
+    b.add(rng.choice(PLACES), "pobj", "prep", "pobj")
+    b.add(rng.choice(TRANSITIVE)[0], "root", None, "verb")
+    b.noun_phrase(rng, THINGS, "obj", "dobj", "verb")
+    b.add(".", "punct", "verb")
+    return b.done("subject+pp")
+
+
+def _adverb(rng: random.Random) -> Sentence:
+    # the (adj) pilot quickly opened the (adj) door .
+    b = _Builder()
+    b.noun_phrase(rng, AGENTS, "subj", "nsubj", "verb")
+    b.add(rng.choice(ADVERBS), "advmod", "verb")
+    b.add(rng.choice(TRANSITIVE)[0], "root", None, "verb")
+    b.noun_phrase(rng, THINGS, "obj", "dobj", "verb")
+    b.add(".", "punct", "verb")
+    return b.done("adverb")
+
+
+def _auxiliary(rng: random.Random) -> Sentence:
+    # the (adj) child will (carefully) carry the (adj) book .
+    b = _Builder()
+    b.noun_phrase(rng, AGENTS, "subj", "nsubj", "verb")
+    b.add(rng.choice(AUXILIARIES), "aux", "verb")
+    if rng.random() < 0.3:
+        b.add(rng.choice(ADVERBS), "advmod", "verb")
+    b.add(rng.choice(TRANSITIVE)[1], "root", None, "verb")
+    b.noun_phrase(rng, THINGS, "obj", "dobj", "verb")
+    b.add(".", "punct", "verb")
+    return b.done("auxiliary")
+
+
+TEMPLATES = (_transitive, _intransitive_pp, _subject_pp, _adverb, _auxiliary)
+
+
+def generate(n: int, seed: int = 0) -> list[Sentence]:
+    """``n`` template sentences, cycling through the templates, reproducible from ``seed``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    rng = random.Random(seed)
+    return [TEMPLATES[i % len(TEMPLATES)](rng) for i in range(n)]
+
+
+def head_accuracy(
+    word_maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], *, specials: int = 1
+) -> dict[str, torch.Tensor]:
+    """Per relation, the ``(L, H)`` fraction of dependents whose most-attended word is their head.
+
+    ``word_maps[i]`` is sentence ``i``'s word-level map ``(L, H, W + 2·specials,
+    W + 2·specials)`` with ``specials`` tokens ([CLS], [SEP]) at each end, which
+    are excluded as candidates, as is the word itself. Adds ``"all"`` for every arc.
+    """
+    if len(word_maps) != len(sentences) or not sentences:
+        raise ValueError(
+            f"word_maps and sentences must be non-empty and equally long, "
+            f"got {len(word_maps)} and {len(sentences)}"
+        )
+    hits: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = {}
+    for i, (m, s) in enumerate(zip(word_maps, sentences, strict=True)):
+        check_floating(m, f"word_maps[{i}]")
+        n = len(s.words)
+        if m.dim() != 4 or m.shape[-1] != m.shape[-2] or m.shape[-1] != n + 2 * specials:
+            raise ValueError(
+                f"word_maps[{i}] must have shape (L, H, {n + 2 * specials}, {n + 2 * specials}) "
+                f"for {n} words and {specials} special token(s) at each end, got {tuple(m.shape)}"
+            )
+        inner = m[..., specials : specials + n, specials : specials + n]  # (L, H, W, W)
+        inner = inner.masked_fill(torch.eye(n, dtype=torch.bool), float("-inf"))
+        predicted = inner.argmax(-1)  # (L, H, W): most-attended other word
+        for dep, head, rel in s.arcs():
+            hit = (predicted[..., dep] == head).float()  # (L, H)
+            for key in (rel, "all"):
+                hits[key] = hits.get(key, 0) + hit
+                counts[key] = counts.get(key, 0) + 1
+    return {key: hits[key] / counts[key] for key in hits}
+
+
+def offset_baseline(sentences: Sequence[Sentence]) -> dict[str, tuple[int, float]]:
+    """Per relation, the best fixed offset (head index − dependent index) and its accuracy."""
+    if not sentences:
+        raise ValueError("sentences must not be empty")
+    offsets: dict[str, list[int]] = {}
+    for s in sentences:
+        for dep, head, rel in s.arcs():
+            for key in (rel, "all"):
+                offsets.setdefault(key, []).append(head - dep)
+    best: dict[str, tuple[int, float]] = {}
+    for key, values in offsets.items():
+        # Ties go to the smaller |offset|, then to the left, so the result is deterministic.
+        offset = max(set(values), key=lambda o: (values.count(o), -abs(o), -o))
+        best[key] = (offset, values.count(offset) / len(values))
+    return best
+
+
+# Natural sentences written for this book (varied length, punctuation, subword splits),
+# for head statistics on text that is not template-shaped.
+NATURAL_SENTENCES = (
+    "The train was late again, so we walked home along the river.",
+    "She opened the window and let the cold morning air into the room.",
+    "My grandmother keeps her old letters in a tin box under the bed.",
+    "After the storm, the streets were covered with broken branches.",
+    "Can you tell me where the nearest pharmacy is?",
+    "The committee postponed its decision until next Thursday.",
+    "He laughed so hard that he nearly dropped his coffee.",
+    "Most of the students had already left when the lecture ended.",
+    "The recipe calls for two eggs, a cup of flour and a pinch of salt.",
+    "Nobody expected the small startup to beat the established companies.",
+    "We watched the sun disappear behind the mountains.",
+    "The museum's new exhibition explores the history of printing.",
+    "If it rains tomorrow, the match will be moved indoors.",
+    "The old bridge, which was built in 1890, is finally being repaired.",
+    "I lost my keys somewhere between the office and the station.",
+    "The children built a sandcastle and decorated it with shells.",
+    "Her argument was clear, concise and surprisingly convincing.",
+    "The pilot announced that we would land twenty minutes early.",
+    "A quiet librarian recommended a book about medieval astronomy.",
+    "They painted the fence white before the neighbours returned.",
+    "Why does the kettle always boil over when I look away?",
+    "The software update fixed one bug and introduced three new ones.",
+    "Our neighbour's dog barks whenever the postman rings the bell.",
+    "The volcano has been dormant for more than four centuries.",
+    "He carefully wrapped the fragile vase in several layers of newspaper.",
+    "The orchestra rehearsed the symphony until late in the evening.",
+    "Although she was tired, she finished the report before midnight.",
+    "The farmer sold fresh vegetables at the Saturday market.",
+    "Two cyclists raced down the hill and vanished around the corner.",
+    "The teacher asked the class to summarise the chapter in one paragraph.",
+    "Scientists measured the temperature of the lake every hour.",
+    "The cat ignored the expensive toy and played with the box instead.",
+    "We should leave early to avoid the traffic on the motorway.",
+    "The detective noticed a faint footprint near the back door.",
+    "Bread tastes better when it is still warm from the oven.",
+    "The company hired a new manager to reorganise the warehouse.",
+    "During the winter, the village is almost completely cut off.",
+    "My brother repaired the bicycle with an old spoon and some wire.",
+    "The audience applauded politely, but nobody asked a question.",
+    "The river flooded the fields that surround the ancient abbey.",
+    "She translated the poem from Portuguese into English.",
+    "The hikers followed the narrow path along the edge of the cliff.",
+    "Please switch off the lights when you leave the laboratory.",
+    "The baby finally fell asleep after a long and noisy afternoon.",
+    "Several witnesses described a tall man in a grey coat.",
+    "The bakery on the corner sells the best croissants in town.",
+    "Heavy snow delayed flights across the northern half of the country.",
+    "The lawyer reviewed the contract line by line.",
+    "A sudden gust of wind blew the umbrella out of his hand.",
+    "The students who finished early were allowed to go outside.",
+    "I have never seen such a beautiful sunset over the harbour.",
+    "The gardener planted tulips along the path to the front door.",
+    "Engineers tested the new engine in extremely cold conditions.",
+    "The mayor promised to build a new library before the election.",
+    "He forgot his umbrella, so he arrived completely soaked.",
+    "The parrot repeated every word that the visitors said.",
+    "The meeting ran over time because everyone wanted to speak.",
+    "She keeps a notebook of unusual words she hears on the radio.",
+    "The fishermen returned with an enormous catch of sardines.",
+    "Our flight was cancelled, and the airline offered us a hotel room.",
+)

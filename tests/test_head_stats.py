@@ -1,0 +1,173 @@
+"""Head statistics on toy attention maps whose answers can be worked out by hand."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.distance import jensenshannon, pdist, squareform
+
+from mha_lib import head_stats as hs
+
+T = 4
+IDENTITY = torch.eye(T)  # every token attends to itself
+UNIFORM = torch.full((T, T), 1.0 / T)
+# every token attends to the previous one; the first has none and attends to itself
+PREVIOUS = torch.diag(torch.ones(T - 1), -1)
+PREVIOUS[0, 0] = 1.0
+# every token attends to the first one ([CLS])
+FIRST = torch.zeros(T, T)
+FIRST[:, 0] = 1.0
+
+
+def test_entropy_extremes():
+    torch.testing.assert_close(hs.entropy(UNIFORM), torch.tensor(math.log(T)))
+    torch.testing.assert_close(hs.entropy(IDENTITY), torch.tensor(0.0))
+    half = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
+    torch.testing.assert_close(hs.entropy(half), torch.tensor(math.log(2) / 2))
+
+
+def test_entropy_keeps_leading_dimensions():
+    maps = torch.stack([torch.stack([IDENTITY, UNIFORM]), torch.stack([FIRST, PREVIOUS])])
+    assert hs.entropy(maps).shape == (2, 2)
+
+
+def test_mass_on_marked_keys():
+    keys = torch.tensor([True, False, False, False])
+    torch.testing.assert_close(hs.mass_on(FIRST, keys), torch.tensor(1.0))
+    torch.testing.assert_close(hs.mass_on(UNIFORM, keys), torch.tensor(0.25))
+    torch.testing.assert_close(hs.mass_on(IDENTITY, keys), torch.tensor(0.25))  # only row 0
+
+
+def test_offset_mass():
+    torch.testing.assert_close(hs.offset_mass(IDENTITY, 0), torch.tensor(1.0))
+    torch.testing.assert_close(hs.offset_mass(PREVIOUS, -1), torch.tensor(1.0))  # rows 1..T-1
+    torch.testing.assert_close(hs.offset_mass(PREVIOUS, 1), torch.tensor(0.0))
+    torch.testing.assert_close(hs.offset_mass(PREVIOUS, 0), torch.tensor(1.0 / T))
+    assert torch.isnan(hs.offset_mass(IDENTITY, T))
+
+
+def test_local_mass():
+    torch.testing.assert_close(hs.local_mass(PREVIOUS, 1), torch.tensor(1.0))
+    torch.testing.assert_close(hs.local_mass(FIRST, 0), torch.tensor(1.0 / T))
+    torch.testing.assert_close(hs.local_mass(FIRST, 1), torch.tensor(2.0 / T))  # rows 0, 1
+    torch.testing.assert_close(hs.local_mass(UNIFORM, 1), torch.tensor((2 + 3 + 3 + 2) / 16))
+    with pytest.raises(ValueError, match="width"):
+        hs.local_mass(UNIFORM, -1)
+
+
+def test_mean_distance():
+    torch.testing.assert_close(hs.mean_distance(IDENTITY), torch.tensor(0.0))
+    torch.testing.assert_close(hs.mean_distance(PREVIOUS), torch.tensor((T - 1) / T))
+    three = torch.full((3, 3), 1.0 / 3)  # rows: (0+1+2)/3, (1+0+1)/3, (2+1+0)/3
+    torch.testing.assert_close(hs.mean_distance(three), torch.tensor(8.0 / 9.0))
+
+
+def test_token_masks():
+    masks = hs.token_masks(["[CLS]", "hello", ",", "world", "...", "[SEP]"])
+    assert masks["cls"].tolist() == [True, False, False, False, False, False]
+    assert masks["sep"].tolist() == [False, False, False, False, False, True]
+    assert masks["punct"].tolist() == [False, False, True, False, True, False]
+
+
+def test_head_statistics_weights_every_token_equally():
+    # sentence A: 4 tokens, one head attends to [CLS]; sentence B: 2 tokens, it attends to itself
+    a = FIRST[None, None]  # (L=1, H=1, 4, 4)
+    b = torch.eye(2)[None, None]
+    stats = hs.head_statistics([a, b], [["[CLS]", "x", ".", "[SEP]"], ["[CLS]", "[SEP]"]])
+    assert set(stats) == set(hs.STATISTICS)
+    # [CLS] mass: 4 rows with 1 in A, 1 of 2 rows (the [CLS] row) in B → 5/6
+    torch.testing.assert_close(stats["cls"], torch.tensor([[5 / 6]]))
+    torch.testing.assert_close(stats["sep"], torch.tensor([[1 / 6]]))  # B's [SEP] row
+    torch.testing.assert_close(stats["self"], torch.tensor([[3 / 6]]))  # A row 0, B both rows
+    # previous: of A's rows 1..3 only row 1 (→ token 0) looks one back; B's row 1 does not
+    torch.testing.assert_close(stats["previous"], torch.tensor([[1 / 4]]))
+    # distance: A rows 0..3 look 0, 1, 2, 3 back; B looks 0 → 6 / 6
+    torch.testing.assert_close(stats["distance"], torch.tensor([[1.0]]))
+    # local (|i - j| <= 1): A's rows 0 and 1 reach token 0, B's rows both → 4 / 6
+    torch.testing.assert_close(stats["local"], torch.tensor([[4 / 6]]))
+
+
+def test_js_distance_against_scipy():
+    gen = torch.Generator().manual_seed(0)
+    p = torch.rand(6, 5, generator=gen, dtype=torch.float64)
+    q = torch.rand(6, 5, generator=gen, dtype=torch.float64)
+    p, q = p / p.sum(-1, keepdim=True), q / q.sum(-1, keepdim=True)
+    q[0] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0], dtype=torch.float64)  # zeros are fine
+    ref = [jensenshannon(a, b, base=2) for a, b in zip(p.numpy(), q.numpy(), strict=True)]
+    torch.testing.assert_close(hs.js_distance(p, q), torch.tensor(ref, dtype=torch.float64))
+    torch.testing.assert_close(hs.js_distance(p, p), torch.zeros(6, dtype=torch.float64))
+    disjoint = hs.js_distance(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
+    torch.testing.assert_close(disjoint, torch.tensor(1.0))
+
+
+def test_head_distances_by_hand_and_against_scipy():
+    # heads: identity, identity, previous. Identity vs previous agree only on row 0.
+    one = torch.stack([IDENTITY, IDENTITY, PREVIOUS])[None]  # (1, 3, T, T)
+    d = hs.head_distances([one])
+    expected = torch.tensor([[0, 0, 3 / 4], [0, 0, 3 / 4], [3 / 4, 3 / 4, 0]])
+    torch.testing.assert_close(d, expected)
+
+    gen = torch.Generator().manual_seed(1)
+    maps = [torch.softmax(torch.randn(2, 2, t, t, generator=gen), -1) for t in (3, 5, 3)]
+    rows = [m.reshape(4, t, t) for m, t in zip(maps, (3, 5, 3), strict=True)]
+    ref = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            dists = [
+                jensenshannon(a, b, base=2) for r in rows for a, b in zip(r[i], r[j], strict=True)
+            ]
+            ref[i, j] = np.mean(dists)
+    np.testing.assert_allclose(hs.head_distances(maps).numpy(), ref, atol=1e-5)
+
+
+def test_mds_embedding_recovers_points_on_a_plane():
+    points = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 1.0], [1.0, 1.0]])
+    d = squareform(pdist(points))
+    xy = hs.mds_embedding(d)
+    assert xy.shape == (5, 2)
+    np.testing.assert_allclose(squareform(pdist(xy)), d, atol=1e-3)
+
+
+def test_layer_contrast_and_outliers_by_hand():
+    # 2 layers x 4 heads at positions on a line; layer 0 heads at 0, 0, 0, 3 (head 3 is odd)
+    pos = torch.tensor([0.0, 0.0, 0.0, 3.0, 10.0, 10.0, 11.0, 10.0])
+    d = (pos[:, None] - pos[None, :]).abs()
+    within, across = hs.layer_contrast(d, num_layers=2)
+    torch.testing.assert_close(within[0], torch.tensor([1.0, 1.0, 1.0, 3.0]))
+    torch.testing.assert_close(within[1], torch.tensor([1 / 3, 1 / 3, 1.0, 1 / 3]))
+    torch.testing.assert_close(across[0, 0], torch.tensor(41 / 4))
+    # each layer has one odd head (layer 1: head 2 at 11); the rest agree exactly
+    assert set(hs.outlier_heads(within)) == {(0, 3), (1, 2)}
+    flat = torch.ones(3, 5)
+    flat[2, 4] = 9.0
+    assert hs.outlier_heads(flat) == [(2, 4)]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: hs.entropy(torch.ones(3, 4)), ValueError, "maps must have shape"),
+        (lambda: hs.entropy(torch.ones(3, 3, dtype=torch.long)), TypeError, "maps"),
+        (lambda: hs.mass_on(UNIFORM, [True, False]), ValueError, "keys"),
+        (lambda: hs.offset_mass(UNIFORM, 1.5), TypeError, "offset"),
+        (
+            lambda: hs.head_statistics([UNIFORM[None, None]], [["a", "b"]]),
+            ValueError,
+            "tokens\\[0\\]",
+        ),
+        (lambda: hs.head_statistics([], []), ValueError, "non-empty"),
+        (lambda: hs.head_distances([]), ValueError, "at least one"),
+        (lambda: hs.layer_contrast(torch.zeros(6, 6), 4), ValueError, "do not split"),
+        (lambda: hs.outlier_heads(torch.zeros(6)), ValueError, "within"),
+        (lambda: hs.mds_embedding(np.ones((3, 4))), ValueError, "square"),
+        (
+            lambda: hs.mds_embedding(np.array([[0, 1, 2], [0, 0, 1], [2, 1, 0]])),
+            ValueError,
+            "symmetric",
+        ),
+    ],
+)
+def test_bad_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
