@@ -105,8 +105,10 @@ def html_table(
 
     head = "".join(f'<th style="{pad}text-align:left">{html.escape(str(h))}</th>' for h in headers)
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows)
-    # A wide table scrolls inside the text column instead of being cut off.
+    # A wide table scrolls inside the text column instead of being cut off; the
+    # scrolling region takes keyboard focus so that it can be scrolled without a mouse.
     return HTML(
-        '<div style="overflow-x:auto"><table style="border-collapse:collapse;margin:0.5em 0;'
+        '<div style="overflow-x:auto" tabindex="0" role="region" aria-label="table">'
+        '<table style="border-collapse:collapse;margin:0.5em 0;'
         f'font-size:0.9em"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
     )
