@@ -83,10 +83,14 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,
         head_mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        is_causal: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return ``(output (B, Tq, d_model), weights (B, H, Tq, Tk) or None)``.
 
         ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention).
+        ``is_causal=True`` lets query ``i`` attend to keys ``0 … i`` only, like a
+        lower-triangular ``attn_mask``, but the fused kernel then skips the blocks
+        above the diagonal instead of reading a mask: about half the attention work.
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -95,6 +99,13 @@ class MultiHeadAttention(nn.Module):
         k_len = key.shape[1]
         scores_shape = (batch, self.num_heads, q_len, k_len)
         mask = _combine_masks(attn_mask, key_padding_mask, scores_shape, query.dtype)
+        if not isinstance(is_causal, bool):
+            raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+        if is_causal and (mask is not None or need_weights):
+            # The kernel's causal flag cannot be combined with a mask: build the mask.
+            causal = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device).tril()
+            mask = _and_masks(mask, causal)
+            is_causal = False
 
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
         k = split_heads(self.k_proj(key), self.num_heads)  # (B, H, Tk, Dh)
@@ -112,7 +123,9 @@ class MultiHeadAttention(nn.Module):
             blocked = None if mask is None else _blocked_rows(mask)
             if blocked is not None:
                 mask = mask.masked_fill(blocked, True if mask.dtype == torch.bool else 0.0)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal
+            )
             if blocked is not None:
                 out = out.masked_fill(blocked, 0.0)
             weights = None
@@ -242,6 +255,15 @@ def _combine_masks(
         return combined
     additive = [_as_additive(m, dtype) for m in masks]
     return additive[0] if len(additive) == 1 else additive[0] + additive[1]
+
+
+def _and_masks(mask: torch.Tensor | None, causal: torch.Tensor) -> torch.Tensor:
+    """Add the causal constraint to a boolean (True = may attend) or additive mask."""
+    if mask is None:
+        return causal
+    if mask.dtype == torch.bool:
+        return mask & causal
+    return mask.masked_fill(~causal, float("-inf"))
 
 
 def _as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

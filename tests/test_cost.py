@@ -1,0 +1,97 @@
+"""Closed-form costs in `mha_lib.cost` against what torch measures."""
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from mha_lib import MultiHeadAttention
+from mha_lib.cost import attention_map_bytes, mha_flops, mha_parameter_count
+
+SHAPES = [  # (batch, q_len, k_len, d_model, num_heads)
+    (1, 5, 5, 8, 1),
+    (2, 7, 7, 12, 3),
+    (3, 4, 9, 16, 4),
+    (2, 6, 3, 24, 8),
+]
+
+
+def _numel(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(("d_model", "num_heads"), [(8, 1), (12, 3), (32, 4), (48, 16)])
+def test_parameter_count_matches_numel(d_model, num_heads, bias):
+    expected = mha_parameter_count(d_model, num_heads, bias=bias)
+    assert _numel(MultiHeadAttention(d_model, num_heads, bias=bias)) == expected
+    # torch's module is an independent implementation of the same layer.
+    assert _numel(nn.MultiheadAttention(d_model, num_heads, bias=bias)) == expected
+
+
+def test_parameters_do_not_depend_on_heads():
+    counts = {_numel(MultiHeadAttention(48, h)) for h in (1, 2, 3, 4, 6, 8, 12, 16, 24, 48)}
+    assert len(counts) == 1
+
+
+def _measured_flops(module, query, key, backward):
+    with FlopCounterMode(display=False) as counter:
+        out, _ = module(query, key, need_weights=True)  # explicit path: the counter sees bmm
+        if backward:
+            out.backward(torch.randn_like(out))
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("backward", [False, True])
+@pytest.mark.parametrize(("batch", "q_len", "k_len", "d_model", "num_heads"), SHAPES)
+def test_flops_match_flop_counter(batch, q_len, k_len, d_model, num_heads, backward):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(d_model, num_heads)
+    query = torch.randn(batch, q_len, d_model, requires_grad=backward)
+    key = torch.randn(batch, k_len, d_model, requires_grad=backward)
+    measured = _measured_flops(module, query, key, backward)
+    expected = mha_flops(batch, q_len, d_model, num_heads, k_len, backward=backward)
+    assert measured == expected
+
+
+def test_flops_do_not_depend_on_heads():
+    x = torch.randn(2, 10, 24)
+    measured = {_measured_flops(MultiHeadAttention(24, h), x, x, False) for h in (1, 2, 4, 8, 24)}
+    assert len(measured) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("batch", "q_len", "k_len", "d_model", "num_heads"), SHAPES)
+def test_attention_map_bytes_match_returned_weights(batch, q_len, k_len, d_model, num_heads, dtype):
+    module = MultiHeadAttention(d_model, num_heads).to(dtype)
+    query = torch.randn(batch, q_len, d_model, dtype=dtype)
+    key = torch.randn(batch, k_len, d_model, dtype=dtype)
+    _, weights = module(query, key, need_weights=True)
+    expected = attention_map_bytes(batch, num_heads, q_len, k_len, dtype)
+    assert weights.numel() * weights.element_size() == expected
+
+
+def test_attention_map_grows_linearly_with_heads():
+    one = attention_map_bytes(2, 1, 16)
+    assert [attention_map_bytes(2, h, 16) for h in (2, 4, 8)] == [2 * one, 4 * one, 8 * one]
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: mha_parameter_count(10, 3), "num_heads"),
+        (lambda: mha_parameter_count(0, 1), "d_model"),
+        (lambda: mha_flops(0, 4, 8, 2), "batch"),
+        (lambda: mha_flops(1, 4, 8, 2, k_len=-1), "k_len"),
+        (lambda: mha_flops(1, 4.0, 8, 2), "q_len"),
+        (lambda: attention_map_bytes(1, True, 4), "num_heads"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_bad_dtype_raises_type_error():
+    with pytest.raises(TypeError, match="dtype"):
+        attention_map_bytes(1, 2, 4, dtype="float32")
