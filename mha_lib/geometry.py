@@ -1,0 +1,175 @@
+"""Geometry of queries and keys, and sharpness statistics of attention maps.
+
+Chapter 4 tests the claim that in high dimensions dot products "lose
+contrast": it samples cosines and scaled dot products of random vectors,
+compares them with their closed forms, and reads the same statistics off a
+trained model's attention (entropy, largest weight, mass on the diagonal).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mha_lib._checks import check_floating, check_rank
+from mha_lib.softmax_stats import entropy
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _check_generator(generator: torch.Generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+
+
+def random_cosines(dim: int, num_pairs: int, generator: torch.Generator) -> torch.Tensor:
+    """Cosines of ``num_pairs`` independent pairs of standard Gaussian vectors in ``dim`` dims."""
+    _positive_int("dim", dim)
+    _positive_int("num_pairs", num_pairs)
+    _check_generator(generator)
+    x = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
+    y = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
+    return torch.nn.functional.cosine_similarity(x, y, dim=-1)  # (N,)
+
+
+def random_scaled_dots(
+    dim: int, num_pairs: int, generator: torch.Generator, *, scaled: bool = True
+) -> torch.Tensor:
+    """``q·k / √dim`` (or ``q·k`` if ``scaled=False``) for standard Gaussian ``q, k``."""
+    _positive_int("dim", dim)
+    _positive_int("num_pairs", num_pairs)
+    _check_generator(generator)
+    q = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
+    k = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
+    dots = (q * k).sum(-1)  # (N,)
+    return dots / math.sqrt(dim) if scaled else dots
+
+
+def cosine_std(dim: int) -> float:
+    """Exact std of the cosine of two independent isotropic vectors: ``1/√dim``.
+
+    By symmetry the mean is 0 and the squared cosine averages ``1/dim``
+    (the squared coordinates of a uniform unit vector share 1 equally).
+    """
+    return 1.0 / math.sqrt(_positive_int("dim", dim))
+
+
+def cosine_pdf(c: torch.Tensor, dim: int) -> torch.Tensor:
+    """Exact density of that cosine: ``∝ (1 − c²)^((dim − 3)/2)`` on ``(−1, 1)``, for dim ≥ 2."""
+    if _positive_int("dim", dim) < 2:
+        raise ValueError(f"dim must be at least 2 for a density, got {dim}")
+    check_floating(c, "c")
+    log_norm = math.lgamma(dim / 2) - 0.5 * math.log(math.pi) - math.lgamma((dim - 1) / 2)
+    inside = c.abs() < 1
+    safe = torch.where(inside, c, torch.zeros_like(c))
+    density = torch.exp(log_norm + 0.5 * (dim - 3) * torch.log1p(-(safe**2)))
+    return torch.where(inside, density, torch.zeros_like(c))
+
+
+SCORES = ("cosine", "scaled", "raw")
+
+
+def random_attention(
+    dim: int,
+    num_keys: int,
+    num_queries: int,
+    generator: torch.Generator,
+    *,
+    scores: str = "cosine",
+    beta: float = 1.0,
+) -> torch.Tensor:
+    """Softmax weights ``(Q, T)`` of random standard Gaussian queries over random keys.
+
+    ``scores`` picks what the softmax sees:
+
+    - ``"cosine"``: ``beta · cos(q, k)``, a fixed temperature on directions.
+      Cosines shrink like ``1/√dim``, so the weights flatten as ``dim`` grows.
+    - ``"scaled"``: ``beta · q·k / √dim``; the score std is ``beta`` at every ``dim``.
+    - ``"raw"``: ``beta · q·k``; the std grows like ``√dim`` and softmax saturates.
+    """
+    _positive_int("dim", dim)
+    _positive_int("num_keys", num_keys)
+    _positive_int("num_queries", num_queries)
+    _check_generator(generator)
+    if scores not in SCORES:
+        raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
+    q = torch.randn(num_queries, dim, generator=generator, dtype=torch.float64)  # (Q, d)
+    k = torch.randn(num_keys, dim, generator=generator, dtype=torch.float64)  # (T, d)
+    if scores == "cosine":
+        logits = pairwise_cosines(q, k)  # (Q, T)
+    else:
+        logits = q @ k.T / (math.sqrt(dim) if scores == "scaled" else 1.0)  # (Q, T)
+    return torch.softmax(beta * logits, dim=-1)  # (Q, T)
+
+
+def pairwise_cosines(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Cosine of every query with every key: ``(..., Tq, d), (..., Tk, d) → (..., Tq, Tk)``."""
+    check_floating(q, "q")
+    check_floating(k, "k")
+    if q.shape[-1] != k.shape[-1] or q.shape[:-2] != k.shape[:-2]:
+        raise ValueError(
+            f"q and k must share leading dimensions and d, got {tuple(q.shape)}, {tuple(k.shape)}"
+        )
+    qn = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (..., Tq, d)
+    kn = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (..., Tk, d)
+    return qn @ kn.transpose(-2, -1)  # (..., Tq, Tk)
+
+
+def _check_weights(weights: torch.Tensor) -> None:
+    check_floating(weights, "weights")
+    if weights.dim() < 1:
+        raise ValueError("weights must have at least 1 dimension (..., Tk)")
+
+
+# Row entropy is defined once, in softmax_stats; this name reads better next to max_weight.
+attention_entropy = entropy
+
+
+def max_weight(weights: torch.Tensor) -> torch.Tensor:
+    """Largest weight of each attention row, ``(..., Tk) → (...)``."""
+    _check_weights(weights)
+    return weights.amax(-1)  # (...)
+
+
+def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight a query puts on its own position, ``(..., T, T) → (...)``."""
+    check_floating(weights, "weights")
+    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"weights must be square (..., T, T), got shape {tuple(weights.shape)}")
+    return weights.diagonal(dim1=-2, dim2=-1).mean(-1)  # (...)
+
+
+def head_statistics(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
+    """Per-head sharpness and self-attention of one layer's maps ``(B, H, T, T)``.
+
+    ``rows`` (bool ``(T,)``) restricts the statistics to some query positions
+    (e.g. the positions that are scored). Returns per-head lists ``entropy``,
+    ``max_weight``, ``diagonal`` (mean weight on the query's own position) and
+    the scalar ``diagonal_of_mean``: the same for the head-averaged map.
+    Because the diagonal is linear in the map, the head-averaged map's diagonal
+    mass is exactly the mean of the heads' masses; averaging can dilute one
+    head's self-bias, never remove the heads' mean bias.
+    """
+    check_floating(weights, "weights")
+    check_rank(weights, 4, "weights", "(batch, heads, T, T)")
+    length = weights.shape[-1]
+    if weights.shape[-2] != length:
+        raise ValueError(f"weights must be square in T, got shape {tuple(weights.shape)}")
+    if rows is None:
+        rows = torch.ones(length, dtype=torch.bool)
+    if rows.dtype != torch.bool or tuple(rows.shape) != (length,):
+        raise ValueError(f"rows must be a bool tensor of shape ({length},)")
+    diag = weights.diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, H, R)
+    picked = weights[:, :, rows]  # (B, H, R, T)
+    mean_map_diag = weights.mean(1).diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, R)
+    return {
+        "entropy": attention_entropy(picked).mean((0, 2)).tolist(),
+        "max_weight": max_weight(picked).mean((0, 2)).tolist(),
+        "diagonal": diag.mean((0, 2)).tolist(),
+        "diagonal_of_mean": mean_map_diag.mean().item(),
+    }

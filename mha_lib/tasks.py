@@ -1,0 +1,175 @@
+"""Synthetic tasks with known answers that a model can only solve by attending.
+
+Every task draws its batches from a `torch.Generator`, so a seed fixes the
+data. Inputs are ``(B, T)`` token ids; targets are ``(B, T)`` class ids with
+``-100`` at positions that have no answer (the ``ignore_index`` of
+`torch.nn.functional.cross_entropy`).
+
+- :func:`lookback`: copy the token ``offset`` positions back. One head, one
+  fixed position: the trivial task the training tests use.
+- :func:`associative_recall`: a context of (key, value) tokens, then query
+  tokens naming one key; answer that key's value. One content-based lookup.
+- :func:`pair_recall`: the same context, but each query token names an
+  *ordered pair* of keys (a, b) and the answer is the pair of values
+  (value(a), value(b)), one of ``num_values²`` classes. Every answer needs two
+  different positions at once, each in its own role, which is where one head
+  has to squeeze two retrievals through a single softmax and a single value
+  subspace.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import torch
+
+IGNORE = -100
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _check_sample_args(batch_size: int, generator: torch.Generator) -> None:
+    _positive_int("batch_size", batch_size)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+
+
+@dataclass(frozen=True)
+class Lookback:
+    """Answer at position ``t`` is the token at ``t - offset`` (none before ``offset``)."""
+
+    vocab_size: int
+    seq_len: int
+    offset: int
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "seq_len", "offset"):
+            _positive_int(name, getattr(self, name))
+        if self.offset >= self.seq_len:
+            raise ValueError(f"offset={self.offset} must be smaller than seq_len={self.seq_len}")
+
+    @property
+    def num_classes(self) -> int:
+        return self.vocab_size
+
+    @property
+    def name(self) -> str:
+        return f"lookback(offset={self.offset})"
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(inputs (B, T), targets (B, T))``."""
+        _check_sample_args(batch_size, generator)
+        shape = (batch_size, self.seq_len)
+        inputs = torch.randint(self.vocab_size, shape, generator=generator)  # (B, T)
+        targets = torch.full(shape, IGNORE, dtype=torch.long)  # (B, T)
+        targets[:, self.offset :] = inputs[:, : -self.offset]
+        return inputs, targets
+
+
+@dataclass(frozen=True)
+class KeyValueRecall:
+    """Context of ``num_pairs`` (key, value) tokens, then ``num_queries`` query tokens.
+
+    Token ids: ``key * num_values + value`` for a context token (keys are
+    distinct within a sequence); ``num_keys * num_values + i`` for a query
+    naming the ``i``-th ordered tuple of ``keys_per_query`` distinct keys.
+    The answer at a query position encodes the named keys' values in base
+    ``num_values``, first key most significant.
+    """
+
+    num_keys: int
+    num_values: int
+    num_pairs: int
+    num_queries: int
+    keys_per_query: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("num_keys", "num_values", "num_pairs", "num_queries", "keys_per_query"):
+            _positive_int(name, getattr(self, name))
+        if self.num_pairs > self.num_keys:
+            raise ValueError(
+                f"num_pairs={self.num_pairs} cannot exceed num_keys={self.num_keys} "
+                "(keys are distinct within a sequence)"
+            )
+        if self.keys_per_query > self.num_pairs:
+            raise ValueError(
+                f"keys_per_query={self.keys_per_query} cannot exceed num_pairs={self.num_pairs}"
+            )
+
+    @property
+    def tuples(self) -> list[tuple[int, ...]]:
+        """The ordered key tuples a query can name, in token order."""
+        return list(itertools.permutations(range(self.num_keys), self.keys_per_query))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.num_keys * self.num_values + len(self.tuples)
+
+    @property
+    def num_classes(self) -> int:
+        return self.num_values**self.keys_per_query
+
+    @property
+    def seq_len(self) -> int:
+        return self.num_pairs + self.num_queries
+
+    @property
+    def name(self) -> str:
+        kind = "pair_recall" if self.keys_per_query == 2 else "recall"
+        return f"{kind}(K={self.num_keys}, V={self.num_values}, N={self.num_pairs})"
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(inputs (B, T), targets (B, T))``, ``T = num_pairs + num_queries``."""
+        _check_sample_args(batch_size, generator)
+        b, n, q, r = batch_size, self.num_pairs, self.num_queries, self.keys_per_query
+        nk, nv = self.num_keys, self.num_values
+        keys = torch.rand(b, nk, generator=generator).argsort(dim=1)[:, :n]  # (B, N)
+        values = torch.randint(nv, (b, n), generator=generator)  # (B, N)
+        context = keys * nv + values  # (B, N)
+        # Each query names r distinct context slots, in order.
+        slots = torch.rand(b, q, n, generator=generator).argsort(dim=2)[..., :r]  # (B, Q, r)
+        asked = keys.gather(1, slots.reshape(b, q * r)).view(b, q, r)  # (B, Q, r)
+        answers = values.gather(1, slots.reshape(b, q * r)).view(b, q, r)  # (B, Q, r)
+        key_place = nk ** torch.arange(r - 1, -1, -1)  # (r,)
+        value_place = nv ** torch.arange(r - 1, -1, -1)  # (r,)
+        query_ids = self._tuple_index()[(asked * key_place).sum(-1)]  # (B, Q)
+        inputs = torch.cat([context, nk * nv + query_ids], dim=1)  # (B, N + Q)
+        targets = torch.cat(
+            [torch.full((b, n), IGNORE, dtype=torch.long), (answers * value_place).sum(-1)], dim=1
+        )  # (B, N + Q)
+        return inputs, targets
+
+    def _tuple_index(self) -> torch.Tensor:
+        """Lookup from a tuple written in base ``num_keys`` to its query index."""
+        index = torch.full((self.num_keys**self.keys_per_query,), -1, dtype=torch.long)
+        for i, keys in enumerate(self.tuples):
+            index[sum(k * self.num_keys ** (len(keys) - 1 - j) for j, k in enumerate(keys))] = i
+        return index
+
+
+def lookback(vocab_size: int = 8, seq_len: int = 8, offset: int = 1) -> Lookback:
+    """The trivial task: repeat the token ``offset`` steps back."""
+    return Lookback(vocab_size, seq_len, offset)
+
+
+def associative_recall(
+    num_keys: int = 8, num_values: int = 8, num_pairs: int = 8, num_queries: int = 4
+) -> KeyValueRecall:
+    """One content-based lookup per query: answer the value stored under the named key."""
+    return KeyValueRecall(num_keys, num_values, num_pairs, num_queries, keys_per_query=1)
+
+
+def pair_recall(
+    num_keys: int = 8, num_values: int = 8, num_pairs: int = 8, num_queries: int = 4
+) -> KeyValueRecall:
+    """Two lookups with different roles per query: answer (value(a), value(b))."""
+    return KeyValueRecall(num_keys, num_values, num_pairs, num_queries, keys_per_query=2)

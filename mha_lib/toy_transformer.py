@@ -1,0 +1,179 @@
+"""A minimal pre-norm encoder built on `MultiHeadAttention`, small enough to train on a CPU.
+
+Chapters 4 and 7 train it on synthetic tasks to compare head counts at a fixed
+``d_model`` (so the parameter count does not change with ``num_heads``), and
+read every layer's per-head attention maps back for analysis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from mha_lib._checks import check_rank, check_tensor
+from mha_lib.heads import split_heads
+from mha_lib.multihead import MultiHeadAttention
+
+READOUTS = ("token", "mean")
+
+
+class Block(nn.Module):
+    """Pre-norm block: ``x + attn(LN(x))``, then ``x + mlp(LN(x))``."""
+
+    def __init__(self, d_model: int, num_heads: int, mlp_ratio: int) -> None:
+        super().__init__()
+        self.ln_attn = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.ln_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, mlp_ratio * d_model),
+            nn.GELU(),
+            nn.Linear(mlp_ratio * d_model, d_model),
+        )
+
+    def forward(
+        self, x: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        attended, weights = self.attn(self.ln_attn(x), need_weights=need_weights)  # (B, T, D)
+        x = x + attended  # (B, T, D)
+        return x + self.mlp(self.ln_mlp(x)), weights  # (B, T, D), (B, H, T, T) or None
+
+
+class ToyTransformer(nn.Module):
+    """Token embedding + learned positions + ``num_layers`` pre-norm blocks + a readout.
+
+    ``readout="token"`` classifies every position (``(B, T, num_classes)``
+    logits; tasks mark the positions without an answer with ``-100``);
+    ``readout="mean"`` mean-pools the positions first (``(B, num_classes)``).
+    ``init_scale`` multiplies the attention projections' Xavier weights after
+    initialisation (1.0 leaves them alone; chapter 7 studies larger values).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        max_len: int,
+        *,
+        d_model: int = 32,
+        num_heads: int = 1,
+        num_layers: int = 1,
+        mlp_ratio: int = 4,
+        readout: str = "token",
+        init_scale: float = 1.0,
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("num_classes", num_classes),
+            ("max_len", max_len),
+            ("d_model", d_model),
+            ("num_heads", num_heads),
+            ("num_layers", num_layers),
+            ("mlp_ratio", mlp_ratio),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if readout not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+        if not (isinstance(init_scale, int | float) and math.isfinite(init_scale)) or (
+            init_scale <= 0
+        ):
+            raise ValueError(f"init_scale must be a positive finite number, got {init_scale!r}")
+        self.vocab_size = vocab_size
+        self.max_len = max_len
+        self.readout = readout
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, num_heads, mlp_ratio) for _ in range(num_layers))
+        self.ln_out = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, num_classes)
+        if init_scale != 1.0:
+            with torch.no_grad():
+                for block in self.blocks:
+                    for proj in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj):
+                        proj.weight.mul_(init_scale)
+
+    @property
+    def attentions(self) -> list[MultiHeadAttention]:
+        """The attention module of every layer, first layer first."""
+        return [block.attn for block in self.blocks]
+
+    def forward(
+        self, tokens: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+        """Return ``(logits, weights)``; ``weights`` is one ``(B, H, T, T)`` map per layer.
+
+        With ``need_weights=False`` the fused attention kernel runs and
+        ``weights`` is ``None``.
+        """
+        check_tensor(tokens, "tokens")
+        check_rank(tokens, 2, "tokens", "(batch, time)")
+        if tokens.dtype != torch.long:
+            raise TypeError(f"tokens must be a torch.long tensor, got dtype {tokens.dtype}")
+        length = tokens.shape[1]
+        if length > self.max_len:
+            raise ValueError(f"tokens has length {length}, more than max_len={self.max_len}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(f"tokens must lie in [0, {self.vocab_size}), got ids outside it")
+        positions = torch.arange(length, device=tokens.device)  # (T,)
+        x = self.tok_emb(tokens) + self.pos_emb(positions)  # (B, T, D)
+        maps = []
+        for block in self.blocks:
+            x, weights = block(x, need_weights=need_weights)  # (B, T, D)
+            maps.append(weights)
+        x = self.ln_out(x)  # (B, T, D)
+        if self.readout == "mean":
+            x = x.mean(dim=1)  # (B, D)
+        logits = self.head(x)  # (B, T, C) or (B, C)
+        return logits, (maps if need_weights else None)
+
+    @torch.no_grad()
+    def attention_maps(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Every layer's per-head attention weights, ``(L, B, H, T, T)``, in eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            _, maps = self(tokens, need_weights=True)
+        finally:
+            self.train(was_training)
+        return torch.stack(maps)  # (L, B, H, T, T)
+
+    @torch.no_grad()
+    def queries_keys(
+        self, tokens: torch.Tensor, layer: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per-head query and key vectors of one layer, each ``(B, H, T, Dh)``.
+
+        Chapter 4 compares the geometry of these learned vectors with that of
+        random ones.
+        """
+        if isinstance(layer, bool) or not isinstance(layer, int):
+            raise TypeError(f"layer must be an int, got {layer!r}")
+        if not 0 <= layer < len(self.blocks):
+            raise ValueError(f"layer must be in [0, {len(self.blocks)}), got {layer}")
+        was_training = self.training
+        self.eval()
+        try:
+            captured: dict[str, torch.Tensor] = {}
+            block = self.blocks[layer]
+            handle = block.ln_attn.register_forward_hook(
+                lambda _m, _i, out: captured.__setitem__("x", out)
+            )
+            try:
+                self(tokens)
+            finally:
+                handle.remove()
+        finally:
+            self.train(was_training)
+        attn = block.attn
+        q = split_heads(attn.q_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
+        k = split_heads(attn.k_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
+        return q, k
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters (the equal-parameter comparison checks it)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,142 @@
+"""Geometry helpers against closed forms and scipy."""
+
+import math
+
+import pytest
+import torch
+from scipy import stats
+
+from mha_lib.geometry import (
+    attention_entropy,
+    cosine_pdf,
+    cosine_std,
+    diagonal_mass,
+    head_statistics,
+    max_weight,
+    pairwise_cosines,
+    random_attention,
+    random_cosines,
+    random_scaled_dots,
+)
+
+N = 20_000
+
+
+@pytest.mark.parametrize("dim", [4, 16, 256])
+def test_mean_squared_cosine_is_one_over_dim(dim):
+    cos = random_cosines(dim, N, torch.Generator().manual_seed(dim))
+    # Standard error of the mean of cos²: Var(cos²) = 3/(d(d+2)) − 1/d².
+    se = math.sqrt((3 / (dim * (dim + 2)) - 1 / dim**2) / N)
+    assert abs((cos**2).mean().item() - 1 / dim) < 5 * se
+    assert abs(cos.mean().item()) < 5 * cosine_std(dim) / math.sqrt(N)
+    assert cos.abs().max() <= 1
+
+
+@pytest.mark.parametrize("dim", [3, 8, 64])
+def test_cosine_pdf_matches_scipy_beta_and_samples(dim):
+    """(cos + 1)/2 is Beta((d−1)/2, (d−1)/2): an independent closed form."""
+    c = torch.linspace(-0.99, 0.99, 199, dtype=torch.float64)
+    a = (dim - 1) / 2
+    expected = 0.5 * stats.beta.pdf((c.numpy() + 1) / 2, a, a)
+    torch.testing.assert_close(cosine_pdf(c, dim), torch.from_numpy(expected))
+    assert cosine_pdf(torch.tensor([-1.5, 1.0, 2.0], dtype=torch.float64), dim).eq(0).all()
+    sample = random_cosines(dim, 5000, torch.Generator().manual_seed(0))
+    ks = stats.kstest((sample.numpy() + 1) / 2, stats.beta(a, a).cdf)
+    assert ks.pvalue > 1e-3
+
+
+def test_scaled_dot_products_have_unit_variance_unscaled_variance_dim():
+    for dim in (4, 64, 512):
+        gen = torch.Generator().manual_seed(dim)
+        scaled = random_scaled_dots(dim, N, gen)
+        raw = random_scaled_dots(dim, N, gen, scaled=False)
+        # Var(q·k) = d for independent standard normals; Var of the sample variance ≈ 2σ⁴/N
+        # plus kurtosis terms, so allow 6 %.
+        assert scaled.var().item() == pytest.approx(1.0, rel=0.06)
+        assert raw.var().item() == pytest.approx(dim, rel=0.06)
+
+
+def test_entropy_closed_forms_and_scipy():
+    t = 7
+    uniform = torch.full((3, t), 1 / t)
+    torch.testing.assert_close(attention_entropy(uniform), torch.full((3,), math.log(t)))
+    one_hot = torch.eye(t)
+    torch.testing.assert_close(attention_entropy(one_hot), torch.zeros(t))
+    w = torch.softmax(torch.randn(5, t, generator=torch.Generator().manual_seed(0)), -1)
+    expected = torch.tensor(stats.entropy(w.numpy(), axis=-1), dtype=w.dtype)
+    torch.testing.assert_close(attention_entropy(w), expected)
+
+
+def test_max_weight_and_diagonal_mass():
+    t = 5
+    assert max_weight(torch.full((t,), 1 / t)).item() == pytest.approx(1 / t)
+    assert diagonal_mass(torch.eye(t)).item() == 1.0
+    assert diagonal_mass(torch.full((2, t, t), 1 / t)).tolist() == pytest.approx([1 / t] * 2)
+    with pytest.raises(ValueError, match="square"):
+        diagonal_mass(torch.ones(3, 4))
+
+
+def test_head_statistics_on_a_hand_built_map():
+    t = 4
+    self_head = torch.eye(t)  # all mass on the diagonal
+    prev_head = torch.roll(torch.eye(t), shifts=-1, dims=1)  # all mass on another key
+    uniform = torch.full((t, t), 1 / t)
+    maps = torch.stack([self_head, prev_head, uniform])[None]  # (1, 3, T, T)
+    s = head_statistics(maps)
+    assert s["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
+    assert s["entropy"] == pytest.approx([0.0, 0.0, math.log(t)])
+    assert s["max_weight"] == pytest.approx([1.0, 1.0, 1 / t])
+    # The diagonal is linear in the map: averaging heads gives the mean of their masses.
+    assert s["diagonal_of_mean"] == pytest.approx(sum(s["diagonal"]) / 3)
+    rows = torch.tensor([True, False, False, False])
+    assert head_statistics(maps, rows)["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
+    with pytest.raises(ValueError, match="rows"):
+        head_statistics(maps, torch.ones(3, dtype=torch.bool))
+
+
+def test_pairwise_cosines_matches_torch():
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 3, 5, 8, generator=gen), torch.randn(2, 3, 6, 8, generator=gen)
+    expected = torch.nn.functional.cosine_similarity(q[..., :, None, :], k[..., None, :, :], dim=-1)
+    torch.testing.assert_close(pairwise_cosines(q, k), expected)
+    with pytest.raises(ValueError, match="q and k"):
+        pairwise_cosines(q, k[..., :4])
+
+
+def entropies(scores, dims=(4, 64, 1024), keys=32):
+    gen = torch.Generator().manual_seed(0)
+    return [
+        attention_entropy(random_attention(d, keys, 2000, gen, scores=scores, beta=8.0)).mean()
+        for d in dims
+    ]
+
+
+def test_fixed_temperature_cosine_attention_flattens_with_dimension():
+    e = entropies("cosine")
+    assert e[0] < e[1] < e[2] < math.log(32)
+
+
+def test_raw_dot_products_saturate_scaled_ones_do_not_drift():
+    raw = entropies("raw")
+    assert raw[0] > raw[1] > raw[2]
+    scaled = entropies("scaled")
+    assert max(scaled) - min(scaled) < 0.1 * math.log(32)
+
+
+def test_random_attention_rows_are_softmaxes():
+    w = random_attention(16, 10, 7, torch.Generator().manual_seed(0), scores="scaled")
+    assert w.shape == (7, 10)
+    torch.testing.assert_close(w.sum(-1), torch.ones(7, dtype=w.dtype))
+    with pytest.raises(ValueError, match="scores"):
+        random_attention(16, 10, 7, torch.Generator(), scores="dot")
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="dim"):
+        random_cosines(0, 10, torch.Generator())
+    with pytest.raises(TypeError, match="generator"):
+        random_scaled_dots(4, 10, 0)
+    with pytest.raises(ValueError, match="dim"):
+        cosine_pdf(torch.zeros(3), 1)
+    with pytest.raises(TypeError, match="weights"):
+        attention_entropy(torch.ones(3, dtype=torch.long))
