@@ -264,36 +264,8 @@ class BertHeads(_Adapter):
     def _raw_mask(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         from mha_lib import bert
 
-        if mask.dim() == 2:
-            return bert.head_mask(self.model, mask)
-        return self._row_mask(mask)
-
-    @contextlib.contextmanager
-    def _row_mask(self, mask: torch.Tensor) -> Iterator[None]:
-        # One mask per input row, for per-example importance. `bert.head_mask` takes (L, H)
-        # only; this hook scales the same place (the self-attention context, per head).
-        from mha_lib import bert
-
-        def make_hook(index: int, kept: list[int]):  # noqa: ANN202 - a torch hook
-            def hook(module: nn.Module, args: tuple, output: tuple) -> tuple:
-                context = output[0]  # (B, T, H·Dh)
-                scale = mask[index][:, kept].to(context.dtype)  # (B, H)
-                shaped = context.unflatten(-1, (len(kept), -1))  # (B, T, H, Dh)
-                return ((shaped * scale[:, None, :, None]).flatten(-2), *output[1:])
-
-            return hook
-
-        layers = bert._layers(self.model)
-        kept = self.kept_heads()
-        handles = [
-            layer.attention.self.register_forward_hook(make_hook(i, kept[i]))
-            for i, layer in enumerate(layers)
-        ]
-        try:
-            yield
-        finally:
-            for handle in handles:
-                handle.remove()
+        # Per-example masks arrive as (L, B, H); bert.head_mask takes them as (B, L, H).
+        return bert.head_mask(self.model, mask if mask.dim() == 2 else mask.transpose(0, 1))
 
     def _remove(self, plan: dict[int, list[int]]) -> None:
         from mha_lib import bert
