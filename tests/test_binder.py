@@ -24,7 +24,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-FIRST_PARTY = {"mha_lib"}  # installed from the repository itself (binder/postBuild)
+# Installed from the repository itself (binder/postBuild), or read from its scripts/ folder.
+FIRST_PARTY = {"mha_lib"} | {p.stem for p in (REPO / "scripts").glob("*.py")}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -175,16 +176,25 @@ def test_repo2docker_uses_binder_folder_python_311_and_installs_mha_lib(repo2doc
 
 # --- Colab --------------------------------------------------------------------------------
 
-GUARD_TEMPLATE = """# Colab only: install the book's library. Does nothing locally or on Binder.
+GUARD_TEMPLATE = """# Colab only: fetch the book, install its library and work from its
+# notebooks folder (chapters read ../scripts). Locally and on Binder: nothing.
 import sys
 
 if "google.colab" in sys.modules:
+    import os
     import subprocess
 
+    repo = "{url}"
+    if not os.path.isdir("/content/book"):
+        subprocess.run(
+            ["git", "clone", "-q", "--depth", "1", repo, "/content/book"],
+            check=True,
+        )
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "mha-lib[bert] @ git+{url}"],
+        [sys.executable, "-m", "pip", "install", "-q", "/content/book[bert]"],
         check=True,
     )
+    os.chdir("/content/book/notebooks")
 """
 
 
@@ -198,7 +208,7 @@ def test_notebook_starts_with_the_colab_guard(path):
     )
     source = "".join(first["source"])
     assert source.startswith(GUARD_TEMPLATE.splitlines()[0]), f"{path.name}: guard comment"
-    urls = re.findall(r"git\+(\S+?)[\"']", source)
+    urls = re.findall(r"repo = [\"'](\S+?)[\"']", source)
     assert urls == [repository_url()], (
         f"{path.name}: the guard installs from {urls}, _config.yml names {repository_url()}"
     )
@@ -213,7 +223,7 @@ COLAB_PREINSTALLED = {"numpy", "torch", "matplotlib", "scipy", "scikit-learn", "
 
 
 def guard_installs() -> set[str]:
-    """Distributions the guard's ``pip install mha-lib[bert]`` brings, per pyproject.toml."""
+    """Distributions the guard's ``pip install /content/book[bert]`` brings, per pyproject.toml."""
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
