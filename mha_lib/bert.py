@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
-from mha_lib.multihead import MultiHeadAttention, _keep_inputs, _keep_outputs
+from mha_lib.multihead import MultiHeadAttention, _keep_inputs, _keep_outputs, head_features
 
 if TYPE_CHECKING:
     from IPython.display import HTML
@@ -359,8 +359,7 @@ def prune_heads(model: nn.Module, heads: Mapping[int, Sequence[int]]) -> None:
             continue
         dh = sa.attention_head_size
         positions = [kept.index(h) for h in remaining]  # current slots of the survivors
-        idx = torch.cat([torch.arange(p * dh, (p + 1) * dh) for p in positions])
-        idx = idx.to(sa.query.weight.device)
+        idx = head_features(positions, dh, sa.query.weight.device)
         sa.query = _keep_outputs(sa.query, idx)
         sa.key = _keep_outputs(sa.key, idx)
         sa.value = _keep_outputs(sa.value, idx)

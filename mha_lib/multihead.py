@@ -180,9 +180,7 @@ class MultiHeadAttention(nn.Module):
         if len(drop) == self.num_heads:
             raise ValueError(f"cannot prune all {self.num_heads} heads; at least one must remain")
         keep = [h for h in range(self.num_heads) if h not in drop]
-        dh = self.d_head
-        idx = torch.cat([torch.arange(h * dh, (h + 1) * dh) for h in keep])
-        idx = idx.to(self.q_proj.weight.device)
+        idx = head_features(keep, self.d_head, self.q_proj.weight.device)
         self.q_proj = _keep_outputs(self.q_proj, idx)
         self.k_proj = _keep_outputs(self.k_proj, idx)
         self.v_proj = _keep_outputs(self.v_proj, idx)
@@ -279,6 +277,15 @@ def _blocked_rows(mask: torch.Tensor) -> torch.Tensor:
     if mask.dtype == torch.bool:
         return ~mask.any(dim=-1, keepdim=True)
     return torch.isneginf(mask).all(dim=-1, keepdim=True)
+
+
+def head_features(slots: list[int], d_head: int, device: torch.device) -> torch.Tensor:
+    """Indices of the projected features that belong to the heads in ``slots``.
+
+    Head ``h`` owns features ``h·d_head … (h+1)·d_head − 1`` (see `split_heads`),
+    so keeping heads means keeping these rows of q/k/v and columns of the output.
+    """
+    return torch.cat([torch.arange(h * d_head, (h + 1) * d_head) for h in slots]).to(device)
 
 
 def _keep_outputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:

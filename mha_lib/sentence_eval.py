@@ -200,11 +200,16 @@ def retrieval_loss(
         raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature!r}")
-    sims = group_similarities(
+    sims = _batch_similarities(model, batch)  # (B, 8)
+    return F.cross_entropy(sims / temperature, _targets(len(batch)), reduction=reduction)
+
+
+def _batch_similarities(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """Cosine of each anchor to the candidates of its group, ``(B, 8)``."""
+    return group_similarities(
         embed(model, batch.anchor_ids, batch.anchor_mask),
         embed(model, batch.candidate_ids, batch.candidate_mask),
-    )  # (B, 8)
-    return F.cross_entropy(sims / temperature, _targets(len(batch)), reduction=reduction)
+    )
 
 
 def retrieval_accuracy(model: nn.Module, batches: Sequence[Batch]) -> float:
@@ -212,10 +217,7 @@ def retrieval_accuracy(model: nn.Module, batches: Sequence[Batch]) -> float:
     correct = total = 0
     with torch.inference_mode():
         for batch in batches:
-            sims = group_similarities(
-                embed(model, batch.anchor_ids, batch.anchor_mask),
-                embed(model, batch.candidate_ids, batch.candidate_mask),
-            )  # (B, 8)
+            sims = _batch_similarities(model, batch)  # (B, 8)
             correct += int((sims.argmax(-1) == _targets(len(batch))).sum())
             total += len(batch)
     return correct / total
@@ -227,10 +229,7 @@ def swap_error_rate(model: nn.Module, batches: Sequence[Batch], data: RetrievalS
     start = 0
     with torch.inference_mode():
         for batch in batches:
-            sims = group_similarities(
-                embed(model, batch.anchor_ids, batch.anchor_mask),
-                embed(model, batch.candidate_ids, batch.candidate_mask),
-            )  # (B, 8)
+            sims = _batch_similarities(model, batch)  # (B, 8)
             picked = sims.argmax(-1).tolist()
             for i, slot in enumerate(picked):
                 item = start + i
