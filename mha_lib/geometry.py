@@ -144,7 +144,7 @@ def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
     return weights.diagonal(dim1=-2, dim2=-1).mean(-1)  # (...)
 
 
-def head_statistics(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
+def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
     """Per-head sharpness and self-attention of one layer's maps ``(B, H, T, T)``.
 
     ``rows`` (bool ``(T,)``) restricts the statistics to some query positions

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from mha_lib.geometry import head_statistics
+from mha_lib.geometry import head_sharpness
 from mha_lib.training import Config, make_task, run_experiment
 
 OUT = Path(__file__).parent / "results" / "ch4_sweep.json"
@@ -68,8 +68,8 @@ def run_one(config: Config, seed: int) -> dict[str, object]:
         "config": config.to_dict(),
         "seed": seed,
         "result": result.to_dict(),
-        "heads_queries": head_statistics(maps, rows=targets[0] != -100),
-        "heads_all": head_statistics(maps),
+        "heads_queries": head_sharpness(maps, rows=targets[0] != -100),
+        "heads_all": head_sharpness(maps),
     }
 
 

@@ -11,7 +11,7 @@ from mha_lib.geometry import (
     cosine_pdf,
     cosine_std,
     diagonal_mass,
-    head_statistics,
+    head_sharpness,
     max_weight,
     pairwise_cosines,
     random_attention,
@@ -76,22 +76,22 @@ def test_max_weight_and_diagonal_mass():
         diagonal_mass(torch.ones(3, 4))
 
 
-def test_head_statistics_on_a_hand_built_map():
+def test_head_sharpness_on_a_hand_built_map():
     t = 4
     self_head = torch.eye(t)  # all mass on the diagonal
     prev_head = torch.roll(torch.eye(t), shifts=-1, dims=1)  # all mass on another key
     uniform = torch.full((t, t), 1 / t)
     maps = torch.stack([self_head, prev_head, uniform])[None]  # (1, 3, T, T)
-    s = head_statistics(maps)
+    s = head_sharpness(maps)
     assert s["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
     assert s["entropy"] == pytest.approx([0.0, 0.0, math.log(t)])
     assert s["max_weight"] == pytest.approx([1.0, 1.0, 1 / t])
     # The diagonal is linear in the map: averaging heads gives the mean of their masses.
     assert s["diagonal_of_mean"] == pytest.approx(sum(s["diagonal"]) / 3)
     rows = torch.tensor([True, False, False, False])
-    assert head_statistics(maps, rows)["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
+    assert head_sharpness(maps, rows)["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
     with pytest.raises(ValueError, match="rows"):
-        head_statistics(maps, torch.ones(3, dtype=torch.bool))
+        head_sharpness(maps, torch.ones(3, dtype=torch.bool))
 
 
 def test_pairwise_cosines_matches_torch():
