@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make book   build the site into _build/html (executes every notebook)
 #   make test   run the whole test suite (unit, parity, property, notebooks, book, and the
-#               built site in headless Chromium)
+#               built site in headless Chromium), then the tests of the committed results
+#               again on torch's plain-C kernels, as another CPU would compute them
 # Both create .venv and install the pinned requirements and mha_lib if needed; `make test`
 # also installs the browser test's needs (scripts/install_browser.sh: Debian's chromium when
 # run as root, the pinned npm test assets).
@@ -31,6 +32,8 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+	@echo "The committed results again, on torch's plain-C kernels (another CPU's last bits):"
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

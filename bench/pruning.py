@@ -7,7 +7,8 @@ Run from the repository root:
     HF_HUB_OFFLINE=1 .venv/bin/python bench/pruning.py --threads 1 --json "$OUT"
 
 With ``OUT=scripts/results/ch6_latency.json`` the last command writes the file
-that chapter 6 reads (committed).
+that chapter 6 reads (committed), with its provenance (commit, torch, CPU
+capability, threads).
 
 Heads are removed physically (`mha_lib.bert.prune_heads`), the same share from
 every layer (`mha_lib.pruning.even_plan`): latency depends on how many heads a
@@ -21,13 +22,13 @@ them all. Parameters and matrix-multiplication FLOPs are given beside the times.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
+from pathlib import Path
 
 import torch
 
 from mha_lib import bert, pruning
+from mha_lib.reproduce import provenance, save_results, threads
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)
 FULL_SHAPES = [(1, 32), (16, 32), (16, 128), (64, 128)]
@@ -69,8 +70,6 @@ def run(models: dict[float, torch.nn.Module], shapes, repeats: int, min_sample: 
         "heads": {str(f): sum(bert.heads_per_layer(m)) for f, m in models.items()},
         "rows": rows,
         "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": platform.machine(),
         "repeats": repeats,
     }
 
@@ -106,17 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="local path or hub name (default: packaged MiniLM)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
     repeats = 3 if args.quick else args.repeats
-    result = run(build_models(args.model), shapes, repeats, args.min_sample)
+    with threads(args.threads or torch.get_num_threads()):
+        result = run(build_models(args.model), shapes, repeats, args.min_sample)
+        made = provenance()
     print(markdown_table(result))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
-            fh.write("\n")
+        save_results(Path(args.json), {"latency": result}, {"latency": made})
     return 0
 
 

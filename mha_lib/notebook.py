@@ -13,12 +13,14 @@ import io
 import os
 import random
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from IPython.display import HTML
     from matplotlib.figure import Figure
+
+    from mha_lib.reproduce import Check
 
 
 def setup(seed: int = 0) -> None:
@@ -111,4 +113,53 @@ def html_table(
         '<div style="overflow-x:auto" tabindex="0" role="region" aria-label="table">'
         '<table style="border-collapse:collapse;margin:0.5em 0;'
         f'font-size:0.9em"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    )
+
+
+def checks_table(checks: Sequence[Check]) -> HTML:
+    """The live-vs-committed checks of a chapter as a table (call after ``verify``)."""
+
+    def shown(x: object) -> object:
+        if isinstance(x, int | float):
+            return float(x)
+        values = list(x)  # type: ignore[call-overload]
+        return f"{len(values)} values, last {float(values[-1]):.4g}"
+
+    return html_table(
+        ["what is recomputed", "live", "committed", "largest difference", "tolerance", "holds"],
+        [
+            [
+                c.what,
+                shown(c.live),
+                shown(c.committed),
+                f"{c.difference:.2g}" + (" (relative)" if c.relative else ""),
+                f"{c.tolerance:.2g}",
+                "yes" if c.holds else "NO",
+            ]
+            for c in checks
+        ],
+        floatfmt=".6g",
+    )
+
+
+def provenance_table(results: Mapping[str, object]) -> HTML:
+    """Where each part of a committed result file came from."""
+    from mha_lib.reproduce import PROVENANCE
+
+    records = results[PROVENANCE]
+    if not isinstance(records, Mapping):
+        raise ValueError("results carry no provenance records")
+    return html_table(
+        ["part", "commit", "torch", "CPU capability", "threads", "created (UTC)"],
+        [
+            [
+                name,
+                str(r["git_commit"])[:10] + (" + uncommitted changes" if r["git_dirty"] else ""),
+                str(r["torch"]),
+                str(r["cpu_capability"]),
+                str(r["threads"]),
+                str(r["created"]),
+            ]
+            for name, r in records.items()
+        ],
     )

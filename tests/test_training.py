@@ -1,15 +1,13 @@
-"""The training loop learns, is deterministic under a seed, and reproduces the cached sweep."""
+"""The training loop learns and is deterministic under a seed.
 
-import importlib.util
-import json
-from pathlib import Path
+The committed sweep is checked in test_committed_results.py.
+"""
 
 import pytest
 import torch
 
 from mha_lib.training import Config, build_model, make_task, run_experiment, train
 
-ROOT = Path(__file__).resolve().parents[1]
 TRIVIAL = Config(
     task="lookback",
     task_args=dict(vocab_size=8, seq_len=8, offset=2),
@@ -77,30 +75,3 @@ def test_bad_arguments_raise():
         train(model, task, TRIVIAL, seed=1.5)
     with pytest.raises(ValueError, match="steps"):
         train(model, task, Config(steps=0), seed=1)
-
-
-def _load_sweep_script():
-    spec = importlib.util.spec_from_file_location("ch4_sweep", ROOT / "scripts" / "ch4_sweep.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_sweep_script_reproduces_its_cached_check_entry(one_thread):
-    """The script's own code path, rerun here, gives the numbers committed in its JSON."""
-    sweep = _load_sweep_script()
-    cached = json.loads((ROOT / "scripts" / "results" / "ch4_sweep.json").read_text())
-    entry = cached["check"][0]
-    config = Config(**entry["config"])
-    assert config == sweep.with_heads(sweep.CHECK, config.num_heads)
-    fresh = sweep.run_one(config, entry["seed"])
-    # Same torch and CPU give identical numbers; the file keeps 6 decimals, and the
-    # tolerance also allows a different CPU's last-bit rounding.
-    tol = dict(rel=0, abs=1e-4)
-    assert fresh["result"]["eval_loss"] == pytest.approx(entry["result"]["eval_loss"], **tol)
-    one_sample = 1.0 / config.eval_size
-    assert fresh["result"]["eval_accuracy"] == pytest.approx(
-        entry["result"]["eval_accuracy"], rel=0, abs=one_sample + 1e-6
-    )
-    for key in ("entropy", "max_weight", "diagonal"):
-        assert fresh["heads_all"][key] == pytest.approx(entry["heads_all"][key], **tol)

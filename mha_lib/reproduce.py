@@ -1,0 +1,226 @@
+"""Committed results a reader can trust: where each part came from, and live checks that fail.
+
+Experiments too slow for a chapter run in ``scripts/`` and commit a small JSON file.
+Two things keep such a file honest:
+
+* **Provenance.** Every part of the file records the git commit, torch version, CPU
+  capability and thread count that made it (:func:`provenance`); :func:`save_results`
+  writes it, :func:`load_results` refuses a part without it, and a script that keeps
+  some parts of an old file says so instead of merging them silently.
+* **Live checks.** The chapter recomputes a sample and calls :func:`verify`, which raises
+  :class:`ReproductionError` — so the book build fails — when a live value is further
+  from the committed one than its tolerance.
+
+Tolerances must hold on any CPU. Runs are bit-identical only on the same CPU and torch
+build: kernels for AVX-512, AVX2 or plain C round differently in the last bits, and a
+chaotic training run turns those bits into a different curve. So a check compares what is
+robust (a short run's curve, an evaluation, a final accuracy within a stated number of
+points), with a tolerance far above the cross-kernel differences and far below any change
+that would alter the chapter's story.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import math
+import platform
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+PROVENANCE = "provenance"
+PROVENANCE_FIELDS = ("git_commit", "git_dirty", "torch", "cpu_capability", "threads", "created")
+_REPO = Path(__file__).resolve().parents[1]
+# Code whose uncommitted changes make a result's commit a lie (the results themselves excepted).
+_CODE_PATHS = ("mha_lib", "scripts", "bench", ":(exclude)scripts/results")
+
+
+class ReproductionError(AssertionError):
+    """A live recomputation disagrees with a committed result beyond its tolerance."""
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=_REPO, capture_output=True, text=True, check=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def provenance(threads: int | None = None) -> dict[str, object]:
+    """Where a result comes from: commit (and whether the code had uncommitted changes), torch,
+    CPU capability, intra-op threads (``threads`` if the runs used another count than this
+    process), Python, machine and time."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
+        raise TypeError(f"threads must be an int or None, got {threads!r}")
+    status = _git("status", "--porcelain", "--", *_CODE_PATHS)
+    return {
+        "git_commit": _git("rev-parse", "HEAD") or "unknown",
+        "git_dirty": None if status is None else bool(status),
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads() if threads is None else threads,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def save_results(
+    path: Path,
+    parts: Mapping[str, object],
+    provenances: Mapping[str, Mapping[str, object]],
+    *,
+    indent: int | None = 1,
+) -> None:
+    """Write ``parts`` and, under ``"provenance"``, one provenance record per part."""
+    if PROVENANCE in parts:
+        raise ValueError(f"{PROVENANCE!r} is reserved for the provenance records")
+    missing = sorted(set(parts) - set(provenances))
+    if missing:
+        raise ValueError(f"parts without provenance: {missing}")
+    for name in parts:
+        _check_record(name, provenances[name])
+    data = {**parts, PROVENANCE: {name: dict(provenances[name]) for name in parts}}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=indent) + "\n")
+
+
+def _check_record(part: str, record: Mapping[str, object]) -> None:
+    absent = [f for f in PROVENANCE_FIELDS if f not in record]
+    if absent:
+        raise ValueError(f"the provenance of part {part!r} lacks {absent}")
+
+
+def load_results(path: Path) -> dict[str, object]:
+    """Read a result file; every part must carry provenance (ValueError otherwise)."""
+    path = Path(path)
+    data = json.loads(path.read_text())
+    records = data.get(PROVENANCE)
+    if not isinstance(records, dict):
+        raise ValueError(f"{path.name} records no provenance; regenerate it with its script")
+    for name in data:
+        if name == PROVENANCE:
+            continue
+        if name not in records:
+            raise ValueError(f"{path.name}: part {name!r} records no provenance")
+        _check_record(name, records[name])
+    return data
+
+
+def kept_parts(
+    old: Mapping[str, object], keep: Iterable[str]
+) -> tuple[dict[str, object], dict[str, dict[str, object]], list[str]]:
+    """The parts of an existing result file that a partial rerun keeps, with their provenance
+    and one line per kept part saying where it came from (print them: nothing merges silently)."""
+    records = old.get(PROVENANCE, {})
+    parts, provs, lines = {}, {}, []
+    for name in keep:
+        if name not in old:
+            continue
+        if not isinstance(records, dict) or name not in records:
+            raise ValueError(f"cannot keep part {name!r}: it records no provenance; rerun it")
+        parts[name], provs[name] = old[name], dict(records[name])
+        lines.append(f"kept part {name!r} from {describe(records[name])}")
+    return parts, provs, lines
+
+
+def describe(record: Mapping[str, object]) -> str:
+    """One line: commit, torch, CPU capability and threads of a provenance record."""
+    commit = str(record.get("git_commit", "unknown"))[:10]
+    dirty = " + uncommitted changes" if record.get("git_dirty") else ""
+    return (
+        f"commit {commit}{dirty}, torch {record.get('torch')}, CPU {record.get('cpu_capability')}, "
+        f"{record.get('threads')} thread(s), {record.get('created')}"
+    )
+
+
+@contextlib.contextmanager
+def threads(count: int) -> Iterator[None]:
+    """Run with ``count`` intra-op threads and restore the caller's count afterwards."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive int, got {count!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One committed value (or curve) against its live recomputation.
+
+    ``difference`` is the largest absolute difference (divided by ``|committed|`` when
+    ``relative``); the check holds when it is at most ``tolerance``. Curves of different
+    lengths, and NaN anywhere, never hold.
+    """
+
+    what: str
+    live: float | Sequence[float]
+    committed: float | Sequence[float]
+    tolerance: float
+    relative: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.tolerance, int | float) and self.tolerance >= 0):
+            raise ValueError(f"tolerance must be a non-negative number, got {self.tolerance!r}")
+
+    @property
+    def difference(self) -> float:
+        live, committed = _values(self.live), _values(self.committed)
+        if len(live) != len(committed) or not live:
+            return math.inf
+        gaps = [
+            abs(a - b) / abs(b) if self.relative and b != 0 else abs(a - b)
+            for a, b in zip(live, committed, strict=True)
+        ]
+        return math.nan if any(math.isnan(g) for g in gaps) else max(gaps)
+
+    @property
+    def holds(self) -> bool:
+        return self.difference <= self.tolerance  # False for NaN and inf
+
+    def describe(self) -> str:
+        kind = "relative" if self.relative else "absolute"
+        return (
+            f"{self.what}: live {_short(self.live)} vs committed {_short(self.committed)}, "
+            f"{kind} difference {self.difference:.3g} > tolerance {self.tolerance:.3g}"
+        )
+
+
+def _values(x: float | Sequence[float]) -> list[float]:
+    if isinstance(x, int | float):
+        return [float(x)]
+    return [float(v) for v in x]
+
+
+def _short(x: float | Sequence[float]) -> str:
+    values = _values(x)
+    if len(values) == 1:
+        return f"{values[0]:.6g}"
+    return f"[{len(values)} values, last {values[-1]:.6g}]"
+
+
+def verify(checks: Iterable[Check]) -> list[Check]:
+    """Return the checks if every one holds; raise ReproductionError naming each that fails."""
+    checks = list(checks)
+    if not checks:
+        raise ValueError("verify needs at least one check")
+    failed = [c for c in checks if not c.holds]
+    if failed:
+        raise ReproductionError(
+            "a committed result no longer reproduces:\n  "
+            + "\n  ".join(c.describe() for c in failed)
+            + "\nRegenerate it with its script (see its docstring), or find what changed."
+        )
+    return checks

@@ -1,0 +1,103 @@
+"""The results committed under scripts/results reproduce from their scripts' own code.
+
+Each test recomputes a sample with the script's functions and asserts it with the
+script's ``live_checks`` (the same checks the chapters run), whose tolerances are meant
+to hold on any CPU. ``make test`` runs these tests a second time with
+``ATEN_CPU_CAPABILITY=default``, i.e. with torch's plain-C kernels instead of this CPU's
+vector kernels, to show that they do (marker: ``reproduction``).
+"""
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mha_lib.reproduce import ReproductionError, load_results, verify
+from mha_lib.training import Config
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+RESULTS = SCRIPTS / "results"
+
+
+def script(name):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # multiprocessing and dataclasses look modules up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def perturbed(check, factor=1.01):
+    """The same check against a committed value 1 % off (every element of a curve)."""
+    committed = check.committed
+    if isinstance(committed, int | float):
+        return dataclasses.replace(check, committed=committed * factor)
+    return dataclasses.replace(check, committed=[v * factor for v in committed])
+
+
+@pytest.fixture(scope="module")
+def ch4():
+    return script("ch4_sweep")
+
+
+@pytest.fixture(scope="module")
+def ch7():
+    return script("ch7_init")
+
+
+@pytest.mark.reproduction
+def test_ch4_sweep_check_entry_reproduces(ch4):
+    entry = load_results(RESULTS / "ch4_sweep.json")["check"][0]
+    config = Config(**entry["config"])
+    assert config == ch4.with_heads(ch4.CHECK, config.num_heads)
+    checks = verify(ch4.live_checks(ch4.run_one(config, entry["seed"]), entry))
+    # The loss curve, entropies and top weights are large enough that a 1 % change of the
+    # committed numbers is caught (this 20-step run's accuracy and diagonal mass are not).
+    caught = [c for c in checks if any(k in c.what for k in ("loss", "entropy", "max weight"))]
+    assert len(caught) == 3
+    for check in caught:
+        assert not perturbed(check).holds, check.what
+
+
+@pytest.mark.reproduction
+def test_ch7_init_chaotic_run_reproduces_what_is_robust(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["runs"]
+    entry = next(r for r in runs if r["init_scale"] == 16.0 and r["seed"] == 1)
+    live = ch7.run(16.0, 1, steps=entry["config"]["steps"])
+    checks = verify(ch7.live_checks(live, entry))
+    gradient = next(c for c in checks if "gradient" in c.what)
+    assert not perturbed(gradient).holds
+    final = next(c for c in checks if "final accuracy" in c.what)
+    # A run that had learned instead of staying stuck would be far outside the tolerance.
+    assert not dataclasses.replace(final, committed=final.committed + 0.05).holds
+
+
+def test_ch7_init_grid_covers_every_scale_and_seed(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["runs"]
+    short = {(r["init_scale"], r["seed"]) for r in runs if r["config"]["steps"] == 600}
+    assert short == {(s, seed) for s in ch7.SCALES for seed in ch7.SEEDS}
+
+
+def test_ch7_live_checks_refuse_another_configuration(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["runs"]
+    with pytest.raises(ValueError, match="same configuration"):
+        ch7.live_checks(runs[0], runs[1])
+
+
+@pytest.mark.reproduction
+def test_ch6_pretrained_sample_reproduces():
+    ch6 = script("ch6_pretrained")
+    committed = load_results(RESULTS / "ch6_pretrained.json")
+    with torch.random.fork_rng():
+        heads, score, evaluation, reference = ch6.setup()
+        importance = ch6.pruning.head_importance(heads, score)
+        checks = ch6.live_checks(heads, score, evaluation, reference, committed, importance)
+    verify(checks)
+    for check in checks:
+        if check.tolerance < 0.005 and check.committed != 0:
+            assert not perturbed(check).holds, check.what
+    with pytest.raises(ReproductionError, match="ablation"):
+        verify([perturbed(c) if "ablation" in c.what else c for c in checks])

@@ -1,0 +1,121 @@
+"""mha_lib.reproduce: checks that fail when they should, provenance that is complete and true."""
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from mha_lib.reproduce import (
+    PROVENANCE_FIELDS,
+    Check,
+    ReproductionError,
+    kept_parts,
+    load_results,
+    provenance,
+    save_results,
+    threads,
+    verify,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = sorted((REPO / "scripts" / "results").glob("*.json"))
+
+
+def test_check_compares_values_and_curves():
+    assert Check("x", 1.0, 1.0005, 1e-3).holds
+    assert not Check("x", 1.0, 1.002, 1e-3).holds
+    assert Check("x", 1.0, 1.0, 0).holds
+    curve = Check("c", [0.1, 0.2, 0.3], [0.1, 0.2, 0.31], 1e-3)
+    assert curve.difference == pytest.approx(0.01) and not curve.holds
+    assert Check("r", 101.0, 100.0, 0.011, relative=True).holds
+    assert not Check("r", 102.0, 100.0, 0.011, relative=True).holds
+
+
+def test_check_never_holds_on_nan_or_length_mismatch():
+    assert math.isnan(Check("n", math.nan, 1.0, 1.0).difference)
+    assert not Check("n", math.nan, 1.0, 1.0).holds
+    assert not Check("n", [1.0, 2.0], [1.0], 1.0).holds
+    assert not Check("n", [], [], 1.0).holds
+    with pytest.raises(ValueError, match="tolerance"):
+        Check("t", 1.0, 1.0, -1e-3)
+
+
+def test_verify_raises_and_names_every_failure():
+    good = Check("good", 1.0, 1.0, 0.0)
+    assert verify([good]) == [good]
+    with pytest.raises(ReproductionError) as info:
+        verify([good, Check("bad one", 2.0, 1.0, 0.5), Check("bad two", [0.0], [1.0], 0.1)])
+    message = str(info.value)
+    assert "bad one" in message and "bad two" in message and "good" not in message
+    assert isinstance(info.value, AssertionError)  # an exception a notebook cannot ignore
+    with pytest.raises(ValueError, match="at least one"):
+        verify([])
+
+
+def test_provenance_records_this_checkout_and_torch():
+    record = provenance(threads=1)
+    assert set(PROVENANCE_FIELDS) <= set(record)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert record["git_commit"] == head
+    assert record["torch"] == torch.__version__
+    assert record["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert record["threads"] == 1
+    assert provenance()["threads"] == torch.get_num_threads()
+
+
+def test_save_and_load_keep_provenance_per_part(tmp_path):
+    path = tmp_path / "r.json"
+    made = provenance()
+    save_results(path, {"a": [1, 2], "b": {"x": 0.5}}, {"a": made, "b": made})
+    data = load_results(path)
+    assert data["a"] == [1, 2] and data["provenance"]["b"]["torch"] == torch.__version__
+    with pytest.raises(ValueError, match=r"without provenance: \['b'\]"):
+        save_results(path, {"a": 1, "b": 2}, {"a": made})
+    with pytest.raises(ValueError, match="lacks"):
+        save_results(path, {"a": 1}, {"a": {"torch": "2"}})
+
+    path.write_text(json.dumps({"a": 1}))
+    with pytest.raises(ValueError, match="records no provenance"):
+        load_results(path)
+    path.write_text(json.dumps({"a": 1, "b": 2, "provenance": {"a": made}}))
+    with pytest.raises(ValueError, match="part 'b'"):
+        load_results(path)
+
+
+def test_kept_parts_say_where_they_came_from():
+    made = {**provenance(), "git_commit": "0123456789abcdef", "cpu_capability": "AVX512"}
+    old = {"a": 1, "b": 2, "provenance": {"a": made, "b": made}}
+    parts, provs, lines = kept_parts(old, ["b", "missing"])
+    assert parts == {"b": 2} and provs == {"b": made}
+    (line,) = lines
+    assert "'b'" in line and "0123456789" in line and "AVX512" in line
+    with pytest.raises(ValueError, match="rerun it"):
+        kept_parts({"a": 1, "provenance": {}}, ["a"])
+
+
+def test_threads_restores_the_callers_count():
+    before = torch.get_num_threads()
+    with threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), threads(1):
+        raise RuntimeError("restored even on error")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="positive"):
+        with threads(0):
+            pass
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.name)
+def test_committed_results_carry_clean_provenance(path):
+    """Every committed part says which commit, torch, CPU and thread count made it."""
+    data = load_results(path)
+    for part, record in data["provenance"].items():
+        assert record["git_dirty"] is False, f"{path.name}:{part} was made from uncommitted code"
+        assert len(str(record["git_commit"])) == 40, f"{path.name}:{part}: no commit recorded"
+        assert record["torch"].split("+")[0] == torch.__version__.split("+")[0]
