@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import os
 import random
 import warnings
@@ -65,6 +66,39 @@ def setup(seed: int = 0) -> None:
             ),
         }
     )
+
+
+def glue_cited(name: str, value: float, source: str) -> None:
+    """Glue a number quoted from the literature (not measured here), naming its BibTeX key.
+
+    Chapters glue measured values only; a figure reported by a paper is the one
+    exception, and this call marks it as such (the book's tests check the key).
+    """
+    from myst_nb import glue
+
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("source must be the BibTeX key of the paper that reports the value")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"value must be a number, got {value!r}")
+    glue(name, value, display=False)
+
+
+def slower_or_faster(ratio: float, noise: float = 0.0) -> str:
+    """Words for a measured time ratio (new / old) that cannot contradict the number.
+
+    Timings differ between machines, so prose next to one is phrased from its value:
+    "2.4 times slower", "1.3 times faster", or "about as fast (within the noise)" when
+    the ratio is within ``noise`` (a fraction, e.g. the repeats' spread) of 1.
+    """
+    if not (isinstance(ratio, int | float) and ratio > 0 and math.isfinite(ratio)):
+        raise ValueError(f"ratio must be a positive finite number, got {ratio!r}")
+    if not noise >= 0:
+        raise ValueError(f"noise must be non-negative, got {noise!r}")
+    if ratio > 1 + noise:
+        return f"{ratio:.1f} times slower"
+    if ratio < 1 / (1 + noise):
+        return f"{1 / ratio:.1f} times faster"
+    return "about as fast (within the noise)"
 
 
 def show(fig: Figure, alt: str) -> None:

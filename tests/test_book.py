@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typed_numbers import code_numbers, notebook_numbers, prose_numbers
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+PAGES = sorted((REPO / "book").glob("*.md"))
 
 
 def toc_files() -> list[str]:
@@ -39,18 +41,42 @@ def test_notebook_is_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_prose_numbers_are_glued_not_typed(path):
-    """A measured number in prose must come from `glue`; flag decimals typed into Markdown."""
-    cells = json.loads(path.read_text())["cells"]
-    typed = []
-    for cell in cells:
-        if cell["cell_type"] != "markdown":
-            continue
-        text = "".join(cell["source"])
-        text = re.sub(r"\{glue:\w+\}`[^`]*`", "", text)  # glued values
-        text = re.sub(r"\$[^$]*\$|`[^`]*`|\{cite\}`[^`]*`", "", text)  # maths, code, citations
-        typed += re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text)
-    assert not typed, f"{path.name}: decimal numbers typed into prose: {typed}"
+def test_numbers_are_measured_not_typed(path):
+    """Prose, alt text, model shapes and glue carry measured numbers only (typed_numbers.py)."""
+    typed = notebook_numbers(path)
+    assert not typed, f"{path.name}: typed numbers:\n" + "\n".join(typed)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
+def test_pages_type_no_numbers(path):
+    typed = prose_numbers(path.read_text())
+    assert not typed, f"{path.name}: typed numbers:\n" + "\n".join(typed)
+
+
+def test_typed_number_guard_catches_what_it_should():
+    """The guard itself: each kind of typed number is found, measured ones are not."""
+    assert prose_numbers("66 of 72 heads") and prose_numbers("a gap of 0.5 points")
+    assert not prose_numbers("chapters 4 and 7, claim 9, Table 3 (2019), {glue:text}`x:.1f` %")
+    assert not prose_numbers('the article says "about 64" and $d=64$ and `x[12]`')
+    assert code_numbers('show(fig, alt="rises to 100 percent")')
+    assert not code_numbers('show(fig, alt=f"rises to {acc:.0f} percent")')
+    assert code_numbers("layer, head = divmod(i, 12)")
+    assert not code_numbers("layer, head = divmod(i, n_heads)")
+    assert code_numbers('glue("gain", 17.5, display=False)')
+    assert code_numbers('glue("chance", 100 / 8, display=False)')
+    assert not code_numbers('glue("gain", 100 * gain, display=False)')
+
+
+def test_cited_values_name_a_reference():
+    keys = set(re.findall(r"@\w+\{([^,]+),", (REPO / "book" / "references.bib").read_text()))
+    for path in NOTEBOOKS:
+        for cell in json.loads(path.read_text())["cells"]:
+            for source in re.findall(
+                r"glue_cited\([^)]*source=\"([^\"]+)\"", "".join(cell["source"])
+            ):
+                assert source in keys, (
+                    f"{path.name}: glue_cited source {source!r} not in references.bib"
+                )
 
 
 @pytest.mark.book

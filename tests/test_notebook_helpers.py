@@ -4,7 +4,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from mha_lib.notebook import html_table, show  # noqa: E402
+from mha_lib.notebook import html_table, show, slower_or_faster  # noqa: E402
 
 
 def test_html_table_escapes_and_formats():
@@ -27,3 +27,15 @@ def test_show_requires_alt_text_and_emits_it(monkeypatch):
     (html,) = shown
     assert 'alt="a &quot;diagonal&quot; line"' in html.data
     assert "data:image/png;base64," in html.data
+
+
+def test_slower_or_faster_follows_the_number():
+    assert slower_or_faster(2.37) == "2.4 times slower"
+    assert slower_or_faster(0.5) == "2.0 times faster"
+    assert slower_or_faster(1.04, noise=0.1) == "about as fast (within the noise)"
+    assert slower_or_faster(1 / 1.04, noise=0.1) == "about as fast (within the noise)"
+    assert slower_or_faster(1.2, noise=0.1) == "1.2 times slower"
+    with pytest.raises(ValueError, match="ratio"):
+        slower_or_faster(0.0)
+    with pytest.raises(ValueError, match="noise"):
+        slower_or_faster(1.0, noise=-1)
