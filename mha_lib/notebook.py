@@ -157,6 +157,8 @@ def checks_table(checks: Sequence[Check]) -> HTML:
         if isinstance(x, int | float):
             return float(x)
         values = list(x)  # type: ignore[call-overload]
+        if len(values) == 1:
+            return float(values[0])
         return f"{len(values)} values, last {float(values[-1]):.4g}"
 
     return html_table(

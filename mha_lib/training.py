@@ -124,8 +124,9 @@ def train(
     Batches are drawn from a generator seeded with ``seed``; the held-out
     set (``config.eval_size`` sequences) from one seeded with
     ``seed + EVAL_SEED_OFFSET``. The learning rate warms up linearly for
-    ``config.warmup`` steps, then follows a cosine to zero. On CPU with the
-    same seed, thread count and torch version two runs are bit-identical.
+    ``config.warmup`` steps, then follows a cosine to zero. With the same seed
+    and thread count, two runs on the same CPU and torch build are bit-identical;
+    on another CPU the last bits differ, and a long run can amplify them.
     ``progress=None`` shows a tqdm bar unless ``TQDM_DISABLE`` is set now (the
     book's ``setup()`` sets it; tqdm itself only reads it at import).
     """

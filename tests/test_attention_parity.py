@@ -1,6 +1,7 @@
 """mha_lib's attention against torch's own implementations, outputs and gradients."""
 
 import itertools
+import zlib
 
 import pytest
 import torch
@@ -38,9 +39,15 @@ SDPA_CASES = list(
 )
 
 
+def case_seed(*case: object) -> int:
+    """A seed fixed by the case's parameters, the same in every process (``hash`` of a string
+    is randomised per process), so that a failing case can be replayed."""
+    return zlib.crc32(repr(case).encode())
+
+
 @pytest.mark.parametrize(("shape", "k_len", "mask_kind", "dtype"), SDPA_CASES)
 def test_sdpa_matches_torch_outputs_and_gradients(shape, k_len, mask_kind, dtype):
-    gen = torch.Generator().manual_seed(hash((shape, k_len, mask_kind)) % 2**31)
+    gen = torch.Generator().manual_seed(case_seed(shape, k_len, mask_kind))
     batch, heads, q_len, dim = shape
     tensors = [
         torch.randn(s, generator=gen, dtype=torch.float64).to(dtype).requires_grad_()
@@ -109,7 +116,7 @@ MHA_CASES = list(
 @pytest.mark.parametrize(("dims", "bias", "batch_first", "masks", "dtype"), MHA_CASES)
 def test_mha_matches_torch_on_loaded_weights(dims, bias, batch_first, masks, dtype):
     d_model, heads = dims
-    seed = hash((dims, bias, batch_first, masks)) % 2**31
+    seed = case_seed(dims, bias, batch_first, masks)
     ref, ours = make_pair(d_model, heads, bias, batch_first, dtype, seed)
     gen = torch.Generator().manual_seed(seed)
     batch, q_len, k_len = 3, 5, 7

@@ -56,6 +56,7 @@ def test_pages_type_no_numbers(path):
 def test_typed_number_guard_catches_what_it_should():
     """The guard itself: each kind of typed number is found, measured ones are not."""
     assert prose_numbers("66 of 72 heads") and prose_numbers("a gap of 0.5 points")
+    assert prose_numbers("They use exactly 64.") == ["'64' in …They use exactly 64.…"]
     assert not prose_numbers("chapters 4 and 7, claim 9, Table 3 (2019), {glue:text}`x:.1f` %")
     assert not prose_numbers('the article says "about 64" and $d=64$ and `x[12]`')
     assert code_numbers('show(fig, alt="rises to 100 percent")')

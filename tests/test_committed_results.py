@@ -9,6 +9,10 @@ vector kernels, to show that they do (marker: ``reproduction``).
 
 import dataclasses
 import importlib.util
+import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -101,3 +105,59 @@ def test_ch6_pretrained_sample_reproduces():
             assert not perturbed(check).holds, check.what
     with pytest.raises(ReproductionError, match="ablation"):
         verify([perturbed(c) if "ablation" in c.what else c for c in checks])
+
+
+# One committed number per chapter that reads results, changed by 1 % (a path into the JSON).
+# The build stops at the first failing chapter, so each chapter gets its own build.
+PERTURBED = {
+    "04_high_dimensional": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
+    "06_pruning_heads": ("ch6_pretrained.json", "importance", "per_example", 2, 3),
+    "07_engineering_tradeoffs": (
+        "ch7_init.json",
+        "runs",
+        0,
+        "before",
+        "qk_relative_grad",
+        0,
+        0,
+    ),  # fmt: skip
+}
+
+
+def _perturb(data, path, factor=1.01):
+    *parents, last = path
+    node = data
+    for key in parents:
+        node = node[key]
+    node[last] = node[last] * factor
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("chapter", sorted(PERTURBED))
+def test_a_one_percent_change_of_a_committed_result_fails_the_book_build(tmp_path, chapter):
+    """Copy the book, change one committed number by 1 % and build the chapter that reads it:
+    the build must fail, on the chapter's reproduction check."""
+    repo = SCRIPTS.parent
+    book = tmp_path / "book"
+    for name in ("notebooks", "scripts", "book"):
+        shutil.copytree(repo / name, book / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo / "_config.yml", book / "_config.yml")
+    name, *path = PERTURBED[chapter]
+    file = book / "scripts" / "results" / name
+    data = json.loads(file.read_text())
+    _perturb(data, path)
+    file.write_text(json.dumps(data))
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: Chapters\n    chapters:\n"
+        f"      - file: notebooks/{chapter}\n      - file: book/references\n"
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book), "-W", "-n"],
+        capture_output=True,
+        text=True,
+        timeout=20 * 60,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode != 0, f"{chapter} built although {name} was changed by 1 %"
+    assert "ReproductionError" in log, f"{chapter} failed for another reason:\n{log[-4000:]}"

@@ -4,7 +4,8 @@ Every number a reader sees must come from execution. Four places where one slips
 
 * **prose**: decimals and integers in Markdown, outside math, code, citations, links and
   glue roles. Allowed: references ("chapter 4", "claim 9", "Table 3", "layers 2 and 3" as
-  names, a table's row number, a link named by a chapter number), years, the constants 0 and
+  names, a table's row number, a numbered list's item numbers, a link named by a chapter
+  number), years, the constants 0 and
   1, and the source article's words in quotation marks;
 * **alt text**: digits in the literal parts of a figure's ``alt=`` (an f-string's
   replacement fields are measured, the rest is typed);
@@ -29,7 +30,7 @@ _REFERENCE_LIST = re.compile(
     rf"\b{_REFERENCE}\s+\d+(?:(?:\s*,\s*|\s+and\s+|\s+or\s+|\s*[–-]\s*)\d+)*", re.IGNORECASE
 )
 _QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”]*”|‘[^’]*’")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)")  # "64." ends a sentence
 
 
 def prose_numbers(markdown: str) -> list[str]:
@@ -42,6 +43,7 @@ def prose_numbers(markdown: str) -> list[str]:
     text = re.sub(r"\[[\d\s,]+\]\([^)]*\)", " ", text)  # links named by a chapter number
     text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
     text = re.sub(r"(?m)^\|\s*\d+[a-z]?\s*\|", "|", text)  # a table's row number
+    text = re.sub(r"(?m)^\s*\d+\.\s", " ", text)  # a numbered list's item numbers
     text = re.sub(r"<[^>]+>", " ", text)  # html tags
     text = _QUOTED.sub(" ", text)
     text = _REFERENCE_LIST.sub(" ", text)
