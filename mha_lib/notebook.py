@@ -186,7 +186,7 @@ def provenance_table(results: Mapping[str, object]) -> HTML:
     if not isinstance(records, Mapping):
         raise ValueError("results carry no provenance records")
     return html_table(
-        ["part", "commit", "torch", "CPU capability", "threads", "created (UTC)"],
+        ["part", "commit", "torch", "CPU capability", "threads", "started (UTC)"],
         [
             [
                 name,
@@ -194,7 +194,7 @@ def provenance_table(results: Mapping[str, object]) -> HTML:
                 str(r["torch"]),
                 str(r["cpu_capability"]),
                 str(r["threads"]),
-                str(r["created"]),
+                str(r["created"]).replace("T", " ")[:16],
             ]
             for name, r in records.items()
         ],

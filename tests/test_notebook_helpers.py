@@ -39,3 +39,26 @@ def test_slower_or_faster_follows_the_number():
         slower_or_faster(0.0)
     with pytest.raises(ValueError, match="noise"):
         slower_or_faster(1.0, noise=-1)
+
+
+def test_checks_and_provenance_tables_show_what_was_compared():
+    from mha_lib.notebook import checks_table, provenance_table
+    from mha_lib.reproduce import Check, provenance
+
+    table = checks_table(
+        [Check("loss", 0.5, 0.5004, 1e-3), Check("curve", [1, 2], [1, 3], 0.1)]
+    ).data
+    assert "loss" in table and ">yes<" in table and ">NO<" in table and "2 values, last 2" in table
+    record = {**provenance(threads=1), "git_dirty": True}
+    table = provenance_table({"part": [], "provenance": {"part": record}}).data
+    assert record["git_commit"][:10] in table and "uncommitted" in table
+    assert record["cpu_capability"] in table
+
+
+def test_glue_cited_refuses_a_value_without_its_source():
+    from mha_lib.notebook import glue_cited
+
+    with pytest.raises(ValueError, match="BibTeX key"):
+        glue_cited("gain", 17.5, source=" ")
+    with pytest.raises(TypeError, match="number"):
+        glue_cited("gain", "17.5", source="michel2019")
