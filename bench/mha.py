@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from mha_lib import MultiHeadAttention
-from mha_lib.reference_impls import loop_over_heads, projections_sdpa
+from mha_lib.core.reference import loop_over_heads, projections_sdpa
 
 REFERENCE = "nn.MHA need_weights=False"
 FLOOR = "matmul floor"

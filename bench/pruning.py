@@ -15,7 +15,7 @@ every layer (`mha_lib.pruning.even_plan`): latency depends on how many heads a
 layer keeps, not on which. For every (batch, length) the four models run the
 same random token ids; each number is the median of ``--repeats`` samples, the
 models interleaved round-robin in a rotating order within each repeat
-(`mha_lib.pruning.measure_latency`), so a slow spell of a shared machine hits
+(`mha_lib.analysis.cost.measure_latency`), so a slow spell of a shared machine hits
 them all. Parameters and matrix-multiplication FLOPs are given beside the times.
 """
 
@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from mha_lib import bert, pruning
-from mha_lib.reproduce import provenance, save_results, threads
+from mha_lib.analysis import cost
+from mha_lib.experiments.reproduce import provenance, save_results, threads
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)
 FULL_SHAPES = [(1, 32), (16, 32), (16, 128), (64, 128)]
@@ -59,14 +60,14 @@ def run(models: dict[float, torch.nn.Module], shapes, repeats: int, min_sample: 
             f: (lambda m=m, i=ids, a=mask: m(input_ids=i, attention_mask=a))
             for f, m in models.items()
         }
-        times = pruning.measure_latency(
+        times = cost.measure_latency(
             {str(f): fn for f, fn in fns.items()}, repeats=repeats, min_sample=min_sample
         )
-        flops = {str(f): pruning.forward_flops(fn) for f, fn in fns.items()}
+        flops = {str(f): cost.forward_flops(fn) for f, fn in fns.items()}
         rows.append({"batch": batch, "length": length, "seconds": times, "flops": flops})
     return {
         "fractions": list(FRACTIONS),
-        "parameters": {str(f): pruning.parameter_count(m) for f, m in models.items()},
+        "parameters": {str(f): cost.parameter_count(m) for f, m in models.items()},
         "heads": {str(f): sum(bert.heads_per_layer(m)) for f, m in models.items()},
         "rows": rows,
         "threads": torch.get_num_threads(),

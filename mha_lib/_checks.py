@@ -16,6 +16,13 @@ def check_tensor(x: object, name: str) -> torch.Tensor:
     return x
 
 
+def check_positive_int(name: str, value: object) -> int:
+    """``value`` if it is a positive int (not a bool), else a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
 def check_floating(x: torch.Tensor, name: str) -> None:
     check_tensor(x, name)
     if not x.is_floating_point():

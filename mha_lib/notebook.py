@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from IPython.display import HTML
     from matplotlib.figure import Figure
 
-    from mha_lib.reproduce import Check
+    from mha_lib.experiments.reproduce import Check
 
 
 def setup(seed: int = 0) -> None:
@@ -180,7 +180,7 @@ def checks_table(checks: Sequence[Check]) -> HTML:
 
 def provenance_table(results: Mapping[str, object]) -> HTML:
     """Where each part of a committed result file came from."""
-    from mha_lib.reproduce import PROVENANCE
+    from mha_lib.experiments.reproduce import PROVENANCE
 
     records = results[PROVENANCE]
     if not isinstance(records, Mapping):

@@ -9,7 +9,7 @@ writes a small JSON the chapter reads. Regenerate with::
 part records its provenance: commit, torch, CPU capability, threads). Every run is
 seeded and uses one thread, so the numbers are bit-identical on the same CPU and
 torch build; on another CPU the last bits differ. The chapter (the ``live``
-entries) and ``tests/test_training.py`` (the ``check`` entry) retrain short runs
+entries) and ``tests/test_committed_results.py`` (the ``check`` entry) retrain short runs
 through :func:`run_one` and compare within :data:`TOLERANCE`.
 """
 
@@ -22,9 +22,16 @@ from pathlib import Path
 
 import torch
 
-from mha_lib.geometry import head_sharpness
-from mha_lib.reproduce import Check, kept_parts, load_results, provenance, save_results, threads
-from mha_lib.training import Config, make_task, run_experiment
+from mha_lib.analysis.geometry import head_sharpness
+from mha_lib.experiments.reproduce import (
+    Check,
+    kept_parts,
+    load_results,
+    provenance,
+    save_results,
+    threads,
+)
+from mha_lib.experiments.training import Config, make_task, run_experiment
 
 OUT = Path(__file__).parent / "results" / "ch4_sweep.json"
 HEADS = (1, 2, 4, 8, 16, 32)

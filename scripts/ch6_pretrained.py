@@ -6,7 +6,7 @@ Run from the repository root (tens of minutes; the single-head ablation is the s
 
 writes ``scripts/results/ch6_pretrained.json``: Michel et al. (2019) importance
 and single-head ablation on the paraphrase-retrieval test of
-`mha_lib.sentence_eval`, pruning curves (by importance, in reverse, at random
+`mha_lib.analysis.sentence_eval`, pruning curves (by importance, in reverse, at random
 over several seeds) with the retrieval accuracy and the embedding fidelity
 after every step, and the one-head-per-layer test. ``--only PART`` recomputes
 one part and keeps the others from the existing file; every part records its own
@@ -25,8 +25,16 @@ from pathlib import Path
 
 import torch
 
-from mha_lib import bert, pruning, sentence_eval
-from mha_lib.reproduce import Check, kept_parts, load_results, provenance, save_results, threads
+from mha_lib import bert, pruning
+from mha_lib.analysis import sentence_eval
+from mha_lib.experiments.reproduce import (
+    Check,
+    kept_parts,
+    load_results,
+    provenance,
+    save_results,
+    threads,
+)
 
 OUT = Path(__file__).resolve().parent / "results" / "ch6_pretrained.json"
 SCORE_GROUPS, SCORE_SEED = 16, 0  # importance: 16 groups = 128 anchors + 128 candidates

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
-from mha_lib.head_health import diagnose_heads
-from mha_lib.reproduce import Check, provenance, save_results, threads
-from mha_lib.training import EVAL_SEED_OFFSET, Config, build_model, make_task, train
+from mha_lib.experiments.head_health import diagnose_heads
+from mha_lib.experiments.reproduce import Check, provenance, save_results, threads
+from mha_lib.experiments.training import EVAL_SEED_OFFSET, Config, build_model, make_task, train
 
 SCALES = (1.0, 2.0, 4.0, 8.0, 16.0)
 SEEDS = (0, 1, 2, 3, 4)

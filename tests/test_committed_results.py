@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha_lib.reproduce import ReproductionError, load_results, verify
-from mha_lib.training import Config
+from mha_lib.experiments.reproduce import ReproductionError, load_results, verify
+from mha_lib.experiments.training import Config
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RESULTS = SCRIPTS / "results"

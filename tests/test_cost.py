@@ -1,4 +1,4 @@
-"""Closed-form costs in `mha_lib.cost` against what torch measures."""
+"""Closed-form costs in `mha_lib.analysis.cost` against what torch measures."""
 
 import pytest
 import torch
@@ -6,7 +6,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import MultiHeadAttention
-from mha_lib.cost import attention_map_bytes, mha_flops, mha_parameter_count
+from mha_lib.analysis.cost import attention_map_bytes, mha_flops, mha_parameter_count
 
 SHAPES = [  # (batch, q_len, k_len, d_model, num_heads)
     (1, 5, 5, 8, 1),

@@ -6,8 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from mha_lib.geometry import (
-    attention_entropy,
+from mha_lib.analysis.geometry import (
     cosine_pdf,
     cosine_std,
     diagonal_mass,
@@ -18,6 +17,7 @@ from mha_lib.geometry import (
     random_cosines,
     random_scaled_dots,
 )
+from mha_lib.analysis.softmax_stats import entropy
 
 N = 20_000
 
@@ -59,12 +59,12 @@ def test_scaled_dot_products_have_unit_variance_unscaled_variance_dim():
 def test_entropy_closed_forms_and_scipy():
     t = 7
     uniform = torch.full((3, t), 1 / t)
-    torch.testing.assert_close(attention_entropy(uniform), torch.full((3,), math.log(t)))
+    torch.testing.assert_close(entropy(uniform), torch.full((3,), math.log(t)))
     one_hot = torch.eye(t)
-    torch.testing.assert_close(attention_entropy(one_hot), torch.zeros(t))
+    torch.testing.assert_close(entropy(one_hot), torch.zeros(t))
     w = torch.softmax(torch.randn(5, t, generator=torch.Generator().manual_seed(0)), -1)
     expected = torch.tensor(stats.entropy(w.numpy(), axis=-1), dtype=w.dtype)
-    torch.testing.assert_close(attention_entropy(w), expected)
+    torch.testing.assert_close(entropy(w), expected)
 
 
 def test_max_weight_and_diagonal_mass():
@@ -106,8 +106,7 @@ def test_pairwise_cosines_matches_torch():
 def entropies(scores, dims=(4, 64, 1024), keys=32):
     gen = torch.Generator().manual_seed(0)
     return [
-        attention_entropy(random_attention(d, keys, 2000, gen, scores=scores, beta=8.0)).mean()
-        for d in dims
+        entropy(random_attention(d, keys, 2000, gen, scores=scores, beta=8.0)).mean() for d in dims
     ]
 
 
@@ -139,4 +138,4 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="dim"):
         cosine_pdf(torch.zeros(3), 1)
     with pytest.raises(TypeError, match="weights"):
-        attention_entropy(torch.ones(3, dtype=torch.long))
+        entropy(torch.ones(3, dtype=torch.long))

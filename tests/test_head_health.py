@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention
-from mha_lib.head_health import head_states, qk_gradient_norms
+from mha_lib.experiments.head_health import head_states, qk_gradient_norms
 
 
 def test_head_states_on_hand_made_maps():
@@ -39,9 +39,9 @@ def test_qk_gradient_norms_per_head():
 
 
 def test_diagnose_heads_sees_a_collapsed_head():
-    from mha_lib.head_health import diagnose_heads
-    from mha_lib.tasks import associative_recall
-    from mha_lib.toy_transformer import ToyTransformer
+    from mha_lib.experiments.head_health import diagnose_heads
+    from mha_lib.experiments.tasks import associative_recall
+    from mha_lib.experiments.toy_transformer import ToyTransformer
 
     task = associative_recall()
     inputs, targets = task.sample(32, torch.Generator().manual_seed(0))

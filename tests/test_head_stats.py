@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon, pdist, squareform
 
-from mha_lib import head_stats as hs
+from mha_lib.analysis import head_stats as hs
 
 T = 4
 IDENTITY = torch.eye(T)  # every token attends to itself
@@ -21,15 +21,15 @@ FIRST[:, 0] = 1.0
 
 
 def test_entropy_extremes():
-    torch.testing.assert_close(hs.entropy(UNIFORM), torch.tensor(math.log(T)))
-    torch.testing.assert_close(hs.entropy(IDENTITY), torch.tensor(0.0))
+    torch.testing.assert_close(hs.mean_entropy(UNIFORM), torch.tensor(math.log(T)))
+    torch.testing.assert_close(hs.mean_entropy(IDENTITY), torch.tensor(0.0))
     half = torch.tensor([[0.5, 0.5], [1.0, 0.0]])
-    torch.testing.assert_close(hs.entropy(half), torch.tensor(math.log(2) / 2))
+    torch.testing.assert_close(hs.mean_entropy(half), torch.tensor(math.log(2) / 2))
 
 
 def test_entropy_keeps_leading_dimensions():
     maps = torch.stack([torch.stack([IDENTITY, UNIFORM]), torch.stack([FIRST, PREVIOUS])])
-    assert hs.entropy(maps).shape == (2, 2)
+    assert hs.mean_entropy(maps).shape == (2, 2)
 
 
 def test_mass_on_marked_keys():
@@ -147,8 +147,8 @@ def test_layer_contrast_and_outliers_by_hand():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: hs.entropy(torch.ones(3, 4)), ValueError, "maps must have shape"),
-        (lambda: hs.entropy(torch.ones(3, 3, dtype=torch.long)), TypeError, "maps"),
+        (lambda: hs.mean_entropy(torch.ones(3, 4)), ValueError, "maps must have shape"),
+        (lambda: hs.mean_entropy(torch.ones(3, 3, dtype=torch.long)), TypeError, "maps"),
         (lambda: hs.mass_on(UNIFORM, [True, False]), ValueError, "keys"),
         (lambda: hs.offset_mass(UNIFORM, 1.5), TypeError, "offset"),
         (

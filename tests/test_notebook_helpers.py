@@ -42,8 +42,8 @@ def test_slower_or_faster_follows_the_number():
 
 
 def test_checks_and_provenance_tables_show_what_was_compared():
+    from mha_lib.experiments.reproduce import Check, provenance
     from mha_lib.notebook import checks_table, provenance_table
-    from mha_lib.reproduce import Check, provenance
 
     table = checks_table(
         [Check("loss", 0.5, 0.5004, 1e-3), Check("curve", [1, 2], [1, 3], 0.1)]

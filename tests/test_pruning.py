@@ -14,8 +14,10 @@ from scipy.stats import spearmanr
 from torch import nn
 
 from mha_lib import pruning
-from mha_lib.tasks import associative_recall
-from mha_lib.toy_transformer import ToyTransformer
+from mha_lib.analysis import cost
+from mha_lib.experiments.tasks import associative_recall
+from mha_lib.experiments.toy_transformer import ToyTransformer
+from mha_lib.experiments.training import toy_accuracy, toy_loss
 
 LAYERS, HEADS = 2, 4
 
@@ -37,7 +39,7 @@ def toy_batches(task, n=2, size=6, seed=1):
 
 def toy_heads(**kwargs):
     model, task = toy_model()
-    return pruning.MHAHeads(model, pruning.toy_loss, pruning.toy_accuracy, **kwargs), task
+    return pruning.MHAHeads(model, toy_loss, toy_accuracy, **kwargs), task
 
 
 def tiny_bert(seed=0):
@@ -134,7 +136,7 @@ def test_ablation_scores_are_loss_increases():
     scores = pruning.ablation_scores(heads, batches)
     model = heads.model
     with torch.no_grad():
-        base = sum(float(pruning.toy_loss(model, b).mean()) for b in batches) / len(batches)
+        base = sum(float(toy_loss(model, b).mean()) for b in batches) / len(batches)
         for layer, head in [(0, 1), (1, 3)]:
             # Independent reference: the attention module's own head_mask argument.
             attn = model.blocks[layer].attn
@@ -143,7 +145,7 @@ def test_ablation_scores_are_loss_increases():
             handle = attn.register_forward_pre_hook(
                 lambda m, a, k, mask=mask: (a, {**k, "head_mask": mask}), with_kwargs=True
             )
-            loss = sum(float(pruning.toy_loss(model, b).mean()) for b in batches) / len(batches)
+            loss = sum(float(toy_loss(model, b).mean()) for b in batches) / len(batches)
             handle.remove()
             assert scores[layer, head].item() == pytest.approx(loss - base, rel=1e-5, abs=1e-9)
 
@@ -181,7 +183,7 @@ def test_toy_physical_pruning_equals_masking_across_rounds():
     # Fewer parameters: three projections lose rows, the output projection columns.
     lost = 4 * 16 * 4 * 4  # 4 heads × d_head 4 × d_model 16 × (q, k, v, out)
     lost += 3 * 4 * 4  # q, k, v biases of the removed heads
-    assert pruning.parameter_count(masked.model) - pruning.parameter_count(heads.model) == lost
+    assert cost.parameter_count(masked.model) - cost.parameter_count(heads.model) == lost
 
 
 def test_bert_physical_pruning_equals_masking():
@@ -223,7 +225,7 @@ def test_pruning_refuses_to_empty_a_layer_unless_allowed():
     mask = torch.ones(LAYERS, HEADS, dtype=torch.float64)
     mask[1] = 0.0
     with torch.no_grad(), reference.masked(mask):
-        expected = pruning.toy_loss(reference.model, (inputs, _)).mean()
+        expected = toy_loss(reference.model, (inputs, _)).mean()
         got = allowed.loss((inputs, _))
     torch.testing.assert_close(got, expected)
 
@@ -327,8 +329,8 @@ def test_even_plan_flops_and_latency():
         pruning.even_plan([[0, 1]], 1.0)
     linear = nn.Linear(8, 5)
     x = torch.randn(3, 8)
-    assert pruning.forward_flops(lambda: linear(x)) == 2 * 3 * 8 * 5
-    times = pruning.measure_latency(
+    assert cost.forward_flops(lambda: linear(x)) == 2 * 3 * 8 * 5
+    times = cost.measure_latency(
         {"a": lambda: linear(x), "b": lambda: linear(x)}, repeats=3, min_sample=0.001
     )
     assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())

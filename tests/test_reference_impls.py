@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention
-from mha_lib.reference_impls import loop_over_heads, projections_sdpa
+from mha_lib.core.reference import loop_over_heads, projections_sdpa
 
 IMPLS = [loop_over_heads, projections_sdpa]
 

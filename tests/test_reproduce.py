@@ -1,4 +1,4 @@
-"""mha_lib.reproduce: checks that fail when they should, provenance that is complete and true."""
+"""mha_lib.experiments.reproduce: checks that fail when they should, and true provenance."""
 
 import json
 import math
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha_lib.reproduce import (
+from mha_lib.experiments.reproduce import (
     PROVENANCE_FIELDS,
     Check,
     ReproductionError,

@@ -1,4 +1,4 @@
-"""mha_lib.sentence_eval: the labels say who did what to whom; loss and metric by hand.
+"""mha_lib.analysis.sentence_eval: the labels say who did what to whom; loss and metric by hand.
 
 Labels are checked by parsing the generated sentences back with regular
 expressions written here, independently of the templates' code; losses and
@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib import sentence_eval as se
+from mha_lib.analysis import sentence_eval as se
 
 PAST = {past: i for i, (past, _) in enumerate(se.VERBS)}
 PARTICIPLE = {pp: i for i, (_, pp) in enumerate(se.VERBS)}

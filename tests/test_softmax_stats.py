@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from mha_lib.softmax_stats import entropy, softmax_jacobian
+from mha_lib.analysis.softmax_stats import entropy, softmax_jacobian
 
 
 def test_entropy_closed_forms():

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mha_lib import syntax_probe as sp
+from mha_lib.analysis import syntax_probe as sp
 
 NOUNS = set(sp.AGENTS) | set(sp.THINGS) | set(sp.PLACES)
 VERBS = {past for past, _ in sp.TRANSITIVE} | {base for _, base in sp.TRANSITIVE}

@@ -5,7 +5,13 @@ import itertools
 import pytest
 import torch
 
-from mha_lib.tasks import IGNORE, KeyValueRecall, associative_recall, lookback, pair_recall
+from mha_lib.experiments.tasks import (
+    IGNORE,
+    KeyValueRecall,
+    associative_recall,
+    lookback,
+    pair_recall,
+)
 
 
 def reference_recall_targets(task: KeyValueRecall, inputs: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention
-from mha_lib.toy_transformer import ToyTransformer, count_parameters
+from mha_lib.analysis.cost import parameter_count
+from mha_lib.experiments.toy_transformer import ToyTransformer
 
 
 def make(num_heads=4, **kwargs):
@@ -27,7 +28,7 @@ def test_shapes_per_position_and_pooled():
 
 
 def test_parameter_count_does_not_depend_on_heads():
-    counts = {h: count_parameters(make(h)) for h in (1, 2, 4, 8, 16, 32)}
+    counts = {h: parameter_count(make(h)) for h in (1, 2, 4, 8, 16, 32)}
     assert len(set(counts.values())) == 1
     # And it is what the layers add up to: embeddings, per block 4 projections + MLP + 2 LN.
     d, v, c, t, layers = 32, 20, 7, 10, 2

@@ -6,7 +6,7 @@ The committed sweep is checked in test_committed_results.py.
 import pytest
 import torch
 
-from mha_lib.training import Config, build_model, make_task, run_experiment, train
+from mha_lib.experiments.training import Config, build_model, make_task, run_experiment, train
 
 TRIVIAL = Config(
     task="lookback",

@@ -1,14 +1,21 @@
-"""What multi-head attention costs, in closed form: parameters, FLOPs, attention-map bytes.
+"""What multi-head attention costs: parameters, FLOPs, attention-map bytes, and time.
 
 The formulas make one point visible: at a fixed ``d_model`` the number of heads
 ``h`` appears in neither the parameter count nor the FLOPs, only in the size of
 the attention map (one ``Tq × Tk`` matrix per head). Tests check each formula
-against a measurement (``numel`` and `torch.utils.flop_counter.FlopCounterMode`).
+against a measurement (``numel`` and `torch.utils.flop_counter.FlopCounterMode`). The
+measured counterparts for any model — :func:`parameter_count`, :func:`forward_flops` and
+:func:`measure_latency` — say what pruning heads saves (chapter 6, ``bench/pruning.py``).
 """
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable, Mapping
+
 import torch
+from torch import nn
 
 
 def mha_parameter_count(d_model: int, num_heads: int, *, bias: bool = True) -> int:
@@ -79,3 +86,54 @@ def _check_heads(d_model: int, num_heads: int) -> None:
     _check_positive(num_heads, "num_heads")
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+
+
+def parameter_count(model: nn.Module) -> int:
+    """All parameters (embeddings included)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def forward_flops(fn: Callable[[], object]) -> int:
+    """Matrix-multiplication FLOPs of one call of ``fn``, counted by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter, torch.inference_mode():
+        fn()
+    return int(counter.get_total_flops())
+
+
+def measure_latency(
+    fns: Mapping[str, Callable[[], object]],
+    *,
+    repeats: int = 7,
+    min_sample: float = 0.05,
+    warmup: int = 1,
+) -> dict[str, float]:
+    """Median seconds per call of each function, interleaved round-robin in a rotating order.
+
+    Each sample repeats a call until ``min_sample`` seconds pass; all functions
+    are timed in every round, so a slow spell of a shared machine hits them all.
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    names = list(fns)
+    if not names:
+        raise ValueError("fns must hold at least one function")
+    calls: dict[str, int] = {}
+    with torch.inference_mode():
+        for name in names:  # warm up, and find how many calls fill a sample
+            for _ in range(warmup):
+                fns[name]()
+            start = time.perf_counter()
+            fns[name]()
+            once = max(time.perf_counter() - start, 1e-6)
+            calls[name] = max(1, int(min_sample / once))
+        samples: dict[str, list[float]] = {n: [] for n in names}
+        for r in range(repeats):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                start = time.perf_counter()
+                for _ in range(calls[name]):
+                    fns[name]()
+                samples[name].append((time.perf_counter() - start) / calls[name])
+    return {name: statistics.median(s) for name, s in samples.items()}

@@ -13,8 +13,8 @@ import math
 import torch
 
 from mha_lib._checks import check_floating
-from mha_lib.multihead import MultiHeadAttention
-from mha_lib.softmax_stats import entropy
+from mha_lib.analysis.softmax_stats import entropy
+from mha_lib.core.multihead import MultiHeadAttention
 
 HEAD_STATES = ("collapsed", "uniform", "active")
 
@@ -68,7 +68,7 @@ def diagnose_heads(
     """Per-head health of a model built from `MultiHeadAttention` layers, on one batch.
 
     ``model(inputs, need_weights=True)`` must return ``(logits, [weights per layer])``
-    (as `mha_lib.toy_transformer.ToyTransformer` does); the loss is cross-entropy
+    (as `mha_lib.experiments.toy_transformer.ToyTransformer` does); the loss is cross-entropy
     against ``targets`` (``-100`` = no answer). Returns, per layer, each head's
     state, mean top weight, normalised entropy and query/key gradient norm
     (absolute and relative to the weights).

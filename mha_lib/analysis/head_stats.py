@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha_lib import softmax_stats
 from mha_lib._checks import check_floating
+from mha_lib.analysis import softmax_stats
 
 PUNCTUATION = frozenset(string.punctuation)
 
@@ -29,7 +29,7 @@ def _check_maps(maps: torch.Tensor, name: str = "maps") -> int:
     return maps.shape[-1]
 
 
-def entropy(maps: torch.Tensor) -> torch.Tensor:
+def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
     """Mean entropy (nats) of the query rows: 0 = one key gets everything, ln T = uniform."""
     _check_maps(maps)
     return softmax_stats.entropy(maps).mean(-1)  # (...)
@@ -138,7 +138,7 @@ def head_statistics(
         masks = token_masks(toks, cls, sep)
         m = m.double()
         values = {
-            "entropy": (entropy(m), t),
+            "entropy": (mean_entropy(m), t),
             "cls": (mass_on(m, masks["cls"]), t),
             "sep": (mass_on(m, masks["sep"]), t),
             "punct": (mass_on(m, masks["punct"]), t),

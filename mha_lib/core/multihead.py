@@ -15,8 +15,8 @@ from mha_lib._checks import (
     check_rank,
     check_tensor,
 )
-from mha_lib.attention import scaled_dot_product_attention
-from mha_lib.heads import merge_heads, split_heads
+from mha_lib.core.attention import scaled_dot_product_attention
+from mha_lib.core.heads import merge_heads, split_heads
 
 
 class MultiHeadAttention(nn.Module):

@@ -12,14 +12,8 @@ import math
 
 import torch
 
-from mha_lib._checks import check_floating, check_rank
-from mha_lib.softmax_stats import entropy
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+from mha_lib._checks import check_floating, check_positive_int, check_rank
+from mha_lib.analysis.softmax_stats import entropy
 
 
 def _check_generator(generator: torch.Generator) -> None:
@@ -29,8 +23,8 @@ def _check_generator(generator: torch.Generator) -> None:
 
 def random_cosines(dim: int, num_pairs: int, generator: torch.Generator) -> torch.Tensor:
     """Cosines of ``num_pairs`` independent pairs of standard Gaussian vectors in ``dim`` dims."""
-    _positive_int("dim", dim)
-    _positive_int("num_pairs", num_pairs)
+    check_positive_int("dim", dim)
+    check_positive_int("num_pairs", num_pairs)
     _check_generator(generator)
     x = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
     y = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
@@ -41,8 +35,8 @@ def random_scaled_dots(
     dim: int, num_pairs: int, generator: torch.Generator, *, scaled: bool = True
 ) -> torch.Tensor:
     """``q·k / √dim`` (or ``q·k`` if ``scaled=False``) for standard Gaussian ``q, k``."""
-    _positive_int("dim", dim)
-    _positive_int("num_pairs", num_pairs)
+    check_positive_int("dim", dim)
+    check_positive_int("num_pairs", num_pairs)
     _check_generator(generator)
     q = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
     k = torch.randn(num_pairs, dim, generator=generator, dtype=torch.float64)  # (N, d)
@@ -56,12 +50,12 @@ def cosine_std(dim: int) -> float:
     By symmetry the mean is 0 and the squared cosine averages ``1/dim``
     (the squared coordinates of a uniform unit vector share 1 equally).
     """
-    return 1.0 / math.sqrt(_positive_int("dim", dim))
+    return 1.0 / math.sqrt(check_positive_int("dim", dim))
 
 
 def cosine_pdf(c: torch.Tensor, dim: int) -> torch.Tensor:
     """Exact density of that cosine: ``∝ (1 − c²)^((dim − 3)/2)`` on ``(−1, 1)``, for dim ≥ 2."""
-    if _positive_int("dim", dim) < 2:
+    if check_positive_int("dim", dim) < 2:
         raise ValueError(f"dim must be at least 2 for a density, got {dim}")
     check_floating(c, "c")
     log_norm = math.lgamma(dim / 2) - 0.5 * math.log(math.pi) - math.lgamma((dim - 1) / 2)
@@ -92,9 +86,9 @@ def random_attention(
     - ``"scaled"``: ``beta · q·k / √dim``; the score std is ``beta`` at every ``dim``.
     - ``"raw"``: ``beta · q·k``; the std grows like ``√dim`` and softmax saturates.
     """
-    _positive_int("dim", dim)
-    _positive_int("num_keys", num_keys)
-    _positive_int("num_queries", num_queries)
+    check_positive_int("dim", dim)
+    check_positive_int("num_keys", num_keys)
+    check_positive_int("num_queries", num_queries)
     _check_generator(generator)
     if scores not in SCORES:
         raise ValueError(f"scores must be one of {SCORES}, got {scores!r}")
@@ -124,10 +118,6 @@ def _check_weights(weights: torch.Tensor) -> None:
     check_floating(weights, "weights")
     if weights.dim() < 1:
         raise ValueError("weights must have at least 1 dimension (..., Tk)")
-
-
-# Row entropy is defined once, in softmax_stats; this name reads better next to max_weight.
-attention_entropy = entropy
 
 
 def max_weight(weights: torch.Tensor) -> torch.Tensor:
@@ -168,7 +158,7 @@ def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> d
     picked = weights[:, :, rows]  # (B, H, R, T)
     mean_map_diag = weights.mean(1).diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, R)
     return {
-        "entropy": attention_entropy(picked).mean((0, 2)).tolist(),
+        "entropy": entropy(picked).mean((0, 2)).tolist(),
         "max_weight": max_weight(picked).mean((0, 2)).tolist(),
         "diagonal": diag.mean((0, 2)).tolist(),
         "diagonal_of_mean": mean_map_diag.mean().item(),

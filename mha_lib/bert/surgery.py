@@ -1,0 +1,174 @@
+"""Head surgery on a BERT-family model: mask heads (with gradients), remove them, or copy a layer.
+
+Heads are always named by their *original* index, as transformers 4 did: pruning records
+which heads remain (``mha_lib_kept_heads`` on each self-attention module), and masks given
+after pruning still use original indices. Masks follow the library's one convention (see
+:mod:`mha_lib.core.masks`): ``(L, H)`` for the whole model, ``(B, L, H)`` per example.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+
+import torch
+from torch import nn
+
+from mha_lib._checks import check_floating
+from mha_lib.bert.loading import _layers, _num_heads
+from mha_lib.core.multihead import MultiHeadAttention, _keep_inputs, _keep_outputs, head_features
+
+
+def _kept_heads(self_attention: nn.Module) -> list[int]:
+    """Original indices of the heads still present in a self-attention module."""
+    heads = self_attention.query.out_features // self_attention.attention_head_size
+    return list(getattr(self_attention, "mha_lib_kept_heads", range(heads)))
+
+
+@contextlib.contextmanager
+def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
+    """Multiply each head's context output by ``mask[layer, head]`` inside the block.
+
+    ``mask`` is float ``(L, H)``, or ``(B, L, H)`` for one mask per batch row
+    (per-example importance); ``H`` is the model's original head count, and
+    entries of heads already pruned are ignored. A forward hook on each layer's
+    self-attention scales the heads' outputs before ``attention.output.dense``,
+    exactly where transformers 4 applied ``head_mask``; the attention mask and
+    padding are untouched, and gradients flow to ``mask`` (Michel et al. 2019
+    importance scores are those gradients).
+    """
+    layers = _layers(model)
+    check_floating(mask, "mask")
+    expected = (len(layers), _num_heads(model))
+    if mask.dim() not in (2, 3) or tuple(mask.shape[-2:]) != expected:
+        raise ValueError(
+            f"mask must have shape (layers, heads) = {expected} or (batch, *{expected}), "
+            f"got {tuple(mask.shape)}"
+        )
+    per_row = mask.dim() == 3
+
+    def make_hook(index: int, kept: list[int]):  # noqa: ANN202 - a torch hook
+        def hook(module: nn.Module, args: tuple, output: tuple) -> tuple:
+            context = output[0]  # (B, T, H·Dh)
+            if per_row and mask.shape[0] != context.shape[0]:
+                raise ValueError(
+                    f"mask has {mask.shape[0]} rows but the batch has {context.shape[0]}"
+                )
+            scale = mask[..., index, kept].to(context.dtype)  # (H,) or (B, H)
+            scale = scale[:, None, :, None] if per_row else scale[:, None]  # broadcast
+            shaped = context.unflatten(-1, (len(kept), -1))  # (B, T, H, Dh)
+            return ((shaped * scale).flatten(-2), *output[1:])  # (B, T, H·Dh)
+
+        return hook
+
+    handles = [
+        layer.attention.self.register_forward_hook(make_hook(i, _kept_heads(layer.attention.self)))
+        for i, layer in enumerate(layers)
+    ]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def prune_heads(model: nn.Module, heads: Mapping[int, Sequence[int]]) -> None:
+    """Remove heads physically: their query/key/value rows and output-dense columns go.
+
+    ``heads`` maps a layer index to head indices in the *original* numbering
+    (as transformers 4 did), so a head-importance table can be pruned in
+    several rounds; heads already removed are ignored. The result equals
+    masking those heads with zeros, with fewer parameters and less compute.
+    At least one head per layer must remain (use :func:`head_mask` with zeros
+    to silence a whole layer).
+    """
+    layers = _layers(model)
+    if not isinstance(heads, Mapping):
+        raise TypeError(f"heads must be a mapping {{layer: [heads]}}, got {type(heads).__name__}")
+    n_heads = _num_heads(model)
+    plan: dict[int, set[int]] = {}
+    for layer, drop in heads.items():
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):
+            raise ValueError(f"layer index {layer!r} is out of range for {len(layers)} layers")
+        if isinstance(drop, str) or not isinstance(drop, Sequence | set | frozenset):
+            raise TypeError(f"heads[{layer}] must be a list of head indices, got {drop!r}")
+        for h in drop:
+            if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < n_heads:
+                raise ValueError(
+                    f"heads[{layer}] has head {h!r}, expected ints in 0 … {n_heads - 1}"
+                )
+        kept = _kept_heads(layers[layer].attention.self)
+        if not set(kept) - set(drop):
+            raise ValueError(
+                f"cannot prune every head of layer {layer}; mask the layer with head_mask instead"
+            )
+        plan[layer] = set(drop)
+    for layer, drop in plan.items():
+        sa = layers[layer].attention.self
+        output = layers[layer].attention.output
+        kept = _kept_heads(sa)
+        remaining = [h for h in kept if h not in drop]
+        if len(remaining) == len(kept):
+            continue
+        dh = sa.attention_head_size
+        positions = [kept.index(h) for h in remaining]  # current slots of the survivors
+        idx = head_features(positions, dh, sa.query.weight.device)
+        sa.query = _keep_outputs(sa.query, idx)
+        sa.key = _keep_outputs(sa.key, idx)
+        sa.value = _keep_outputs(sa.value, idx)
+        output.dense = _keep_inputs(output.dense, idx)
+        # BertSelfAttention reshapes with -1 heads, so only these bookkeeping attributes change.
+        sa.num_attention_heads = len(remaining)
+        sa.all_head_size = len(remaining) * dh
+        sa.mha_lib_kept_heads = remaining
+
+
+def kept_heads(model: nn.Module) -> list[list[int]]:
+    """Per layer, the original indices of the heads still present (all, until pruned)."""
+    return [_kept_heads(layer.attention.self) for layer in _layers(model)]
+
+
+def heads_per_layer(model: nn.Module) -> list[int]:
+    """How many heads each layer has now (after any pruning)."""
+    return [len(kept) for kept in kept_heads(model)]
+
+
+# ---------------------------------------------------------------- bridge to mha_lib
+
+
+def mha_from_layer(model: nn.Module, layer: int) -> MultiHeadAttention:
+    """A `mha_lib.MultiHeadAttention` carrying layer ``layer``'s q/k/v and output-dense weights.
+
+    Fed that layer's input hidden states (with ``key_padding_mask`` for padding),
+    its per-head weights equal transformers' attention probabilities and its
+    output equals ``attention.output.dense`` before dropout, residual and LayerNorm.
+    """
+    layers = _layers(model)
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):
+        raise ValueError(f"layer must be an int in 0 … {len(layers) - 1}, got {layer!r}")
+    sa = layers[layer].attention.self
+    dense = layers[layer].attention.output.dense
+    d_model = sa.query.in_features
+    n_heads = len(_kept_heads(sa))
+    if n_heads * sa.attention_head_size != d_model:
+        raise ValueError(
+            f"layer {layer} has {n_heads} heads of size {sa.attention_head_size} after pruning; "
+            f"MultiHeadAttention needs heads × d_head = d_model = {d_model}"
+        )
+    scaling = getattr(sa, "scaling", sa.attention_head_size**-0.5)
+    if abs(scaling - sa.attention_head_size**-0.5) > 1e-12:
+        raise ValueError(f"layer {layer} scales scores by {scaling}, not 1/sqrt(d_head)")
+    mha = MultiHeadAttention(d_model, n_heads, bias=sa.query.bias is not None, dropout=sa.dropout.p)
+    mha.to(device=sa.query.weight.device, dtype=sa.query.weight.dtype)
+    pairs = (
+        (mha.q_proj, sa.query),
+        (mha.k_proj, sa.key),
+        (mha.v_proj, sa.value),
+        (mha.out_proj, dense),
+    )
+    with torch.no_grad():
+        for ours, theirs in pairs:
+            ours.weight.copy_(theirs.weight)
+            if ours.bias is not None:
+                ours.bias.copy_(theirs.bias)
+    return mha.train(model.training)

@@ -1,0 +1,117 @@
+"""How much does each head matter? Michel et al. (2019) importance and single-head ablation."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from mha_lib.pruning.adapters import HeadAdapter
+
+
+def _check_batches(batches: Sequence[Any], name: str = "batches") -> None:
+    if isinstance(batches, str | bytes) or not isinstance(batches, Sequence) or not batches:
+        raise ValueError(f"{name} must be a non-empty list of batches")
+
+
+def head_importance(
+    heads: HeadAdapter, batches: Sequence[Any], *, normalize: bool = True, per_example: bool = True
+) -> torch.Tensor:
+    """Michel et al.'s ``I_h = E_x |∂L(x)/∂ξ_h|`` at ``ξ = 1``, ``(L, H)``; NaN for absent heads.
+
+    One forward and one backward pass per batch; the model's parameters get no
+    gradient. With ``per_example`` every example gets its own mask ``ξ``, so the
+    absolute value is taken per example, as the definition says (the sum of
+    per-example losses has ``∂/∂ξ_x = ∂L(x)/∂ξ_x``); without, per batch, as the
+    paper's code does (signs of different examples then cancel inside a batch).
+    With ``normalize`` each layer's scores are divided by their l2 norm, as the
+    paper does so that layers are comparable when ranking heads model-wide.
+    """
+    _check_batches(batches)
+    was_training = heads.model.training
+    heads.model.eval()  # no dropout: the score is a property of the model, not of a mask draw
+    nl, nh = heads.num_layers, heads.num_heads
+    total = torch.zeros(nl, nh, dtype=torch.float64)
+    count = 0
+    try:
+        for batch in batches:
+            rows = heads.rows(batch)
+            if per_example and rows % heads.rows_per_example:
+                raise ValueError(
+                    f"a batch has {rows} rows, not a multiple of rows_per_example = "
+                    f"{heads.rows_per_example}"
+                )
+            shape = (nl, rows, nh) if per_example else (nl, nh)
+            xi = torch.ones(shape, requires_grad=True)  # (L, [B,] H)
+            with heads.masked(xi):
+                losses = heads.loss_fn(heads.model, batch)  # (B,) or ()
+            (grad,) = torch.autograd.grad(losses.sum(), xi, allow_unused=True)
+            if grad is None:
+                grad = torch.zeros(shape)
+            if per_example:
+                per = grad.view(nl, -1, heads.rows_per_example, nh).sum(2)  # (L, E, H)
+                total += per.abs().sum(1).double()
+                count += per.shape[1]
+            else:
+                total += (grad / losses.numel()).abs().double()  # gradient of the mean loss
+                count += 1
+    finally:
+        heads.model.train(was_training)
+    scores = total / count  # (L, H)
+    scores[~heads.present()] = float("nan")
+    if normalize:
+        norms = torch.nan_to_num(scores).pow(2).sum(-1, keepdim=True).sqrt()  # (L, 1)
+        scores = scores / norms.clamp_min(1e-30)
+    return scores.float()
+
+
+def mean_loss(heads: HeadAdapter, batches: Sequence[Any]) -> float:
+    """Mean over batches of the loss, without gradients."""
+    _check_batches(batches)
+    with torch.inference_mode():
+        return statistics.fmean(float(heads.loss(b)) for b in batches)
+
+
+def ablation_scores(heads: HeadAdapter, batches: Sequence[Any]) -> torch.Tensor:
+    """``(L, H)`` loss increase when each head alone is masked (NaN for absent heads).
+
+    ``L·H`` evaluations instead of one backward pass: the reference that the
+    gradient importance approximates to first order.
+    """
+    base = mean_loss(heads, batches)
+    alive = heads.present()
+    out = torch.full((heads.num_layers, heads.num_heads), float("nan"))
+    for layer, head in alive.nonzero().tolist():
+        mask = torch.ones(heads.num_layers, heads.num_heads)
+        mask[layer, head] = 0.0
+        with heads.masked(mask), torch.inference_mode():
+            loss = statistics.fmean(float(heads.loss_fn(heads.model, b).mean()) for b in batches)
+        out[layer, head] = loss - base
+    return out
+
+
+def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman rank correlation of two equal-shape tensors over entries finite in both."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"a and b must have the same shape, got {tuple(a.shape)}, {tuple(b.shape)}"
+        )
+    keep = torch.isfinite(a) & torch.isfinite(b)
+    x, y = a[keep].double(), b[keep].double()
+    if x.numel() < 3:
+        raise ValueError("need at least three finite pairs for a rank correlation")
+
+    def ranks(v: torch.Tensor) -> torch.Tensor:  # average ranks for ties
+        order = v.argsort()
+        r = torch.empty_like(v)
+        r[order] = torch.arange(len(v), dtype=v.dtype)
+        for value in v.unique():
+            tied = v == value
+            r[tied] = r[tied].mean()
+        return r
+
+    rx, ry = ranks(x), ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float((rx * ry).sum() / (rx.norm() * ry.norm()))
