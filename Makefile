@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: book test lint lab clean browser
+.PHONY: book test lint lab clean browser check book-test
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,15 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest
 	@echo "The committed results again, on torch's plain-C kernels (another CPU's last bits):"
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider
+
+# CI's two jobs (.github/workflows/ci.yml); together they run what `make test` runs.
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not book"
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider
+
+book-test: book browser
+	MHA_BOOK_HTML=_build/html $(BIN)/python -m pytest -m book
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

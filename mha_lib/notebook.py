@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import torch
     from IPython.display import HTML
     from matplotlib.figure import Figure
 
@@ -66,6 +67,16 @@ def setup(seed: int = 0) -> None:
             ),
         }
     )
+
+
+def device() -> torch.device:
+    """The GPU when there is one (Colab), else the CPU: where chapters put the pretrained model.
+
+    The small models the book trains stay on the CPU, where their committed results were made.
+    """
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def glue_cited(name: str, value: float, source: str) -> None:

@@ -68,7 +68,7 @@ def setup() -> tuple[pruning.BertHeads, list, list, torch.Tensor]:
 
 def fidelity(heads: pruning.BertHeads, evaluation: list, reference: torch.Tensor) -> float:
     """Cosine of the (pruned) model's anchor embeddings to the unpruned ones."""
-    with heads._as_is():
+    with heads.as_pruned():
         return sentence_eval.embedding_fidelity(heads.model, evaluation, reference)
 
 

@@ -124,7 +124,7 @@ def test_per_example_bert_mask_equals_layer_mask_when_rows_agree():
     mask = torch.rand(LAYERS, HEADS, generator=torch.Generator().manual_seed(3))
     with heads.masked(mask), torch.no_grad():
         ref = bert_loss(heads.model, batch)
-    rows = mask[:, None, :].expand(LAYERS, 3, HEADS).contiguous()
+    rows = mask[None].expand(3, LAYERS, HEADS).contiguous()  # (B, L, H), batch first
     with heads.masked(rows), torch.no_grad():
         ours = bert_loss(heads.model, batch)
     torch.testing.assert_close(ours, ref)

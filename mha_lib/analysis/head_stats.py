@@ -38,7 +38,7 @@ def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
 def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
     """Mean attention that a query puts on the marked keys (e.g. ``[CLS]`` or punctuation)."""
     t = _check_maps(maps)
-    keys = torch.as_tensor(keys)
+    keys = torch.as_tensor(keys, device=maps.device)
     if keys.dtype != torch.bool or tuple(keys.shape) != (t,):
         raise ValueError(
             f"keys must be a boolean vector of length T = {t}, got {tuple(keys.shape)}"
@@ -65,7 +65,7 @@ def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
     t = _check_maps(maps)
     if isinstance(width, bool) or not isinstance(width, int) or width < 0:
         raise ValueError(f"width must be a non-negative int, got {width!r}")
-    pos = torch.arange(t)
+    pos = torch.arange(t, device=maps.device)
     band = (pos[:, None] - pos[None, :]).abs() <= width  # (T, T)
     return (maps * band).sum(-1).mean(-1)  # (...)
 
@@ -73,24 +73,27 @@ def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
 def mean_distance(maps: torch.Tensor) -> torch.Tensor:
     """Mean |query − key| distance in tokens, weighted by attention: how far a head looks."""
     t = _check_maps(maps)
-    pos = torch.arange(t, dtype=maps.dtype)
+    pos = torch.arange(t, dtype=maps.dtype, device=maps.device)
     dist = (pos[:, None] - pos[None, :]).abs()  # (T, T)
     return (maps * dist).sum(-1).mean(-1)  # (...)
 
 
 def token_masks(
-    tokens: Sequence[str], cls: str = "[CLS]", sep: str = "[SEP]"
+    tokens: Sequence[str],
+    cls: str = "[CLS]",
+    sep: str = "[SEP]",
+    *,
+    device: torch.device | str = "cpu",
 ) -> dict[str, torch.Tensor]:
     """Boolean key masks for ``cls``, ``sep`` and punctuation tokens of one sentence."""
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise TypeError("tokens must be a list of strings")
-    return {
-        "cls": torch.tensor([t == cls for t in tokens], dtype=torch.bool),
-        "sep": torch.tensor([t == sep for t in tokens], dtype=torch.bool),
-        "punct": torch.tensor(
-            [bool(t) and all(ch in PUNCTUATION for ch in t) for t in tokens], dtype=torch.bool
-        ),
+    flags = {
+        "cls": [t == cls for t in tokens],
+        "sep": [t == sep for t in tokens],
+        "punct": [bool(t) and all(ch in PUNCTUATION for ch in t) for t in tokens],
     }
+    return {k: torch.tensor(v, dtype=torch.bool, device=device) for k, v in flags.items()}
 
 
 STATISTICS = (
@@ -135,7 +138,7 @@ def head_statistics(
             shape = m.shape[:-2]
         elif m.shape[:-2] != shape:
             raise ValueError(f"maps[{i}] has heads {tuple(m.shape[:-2])}, expected {tuple(shape)}")
-        masks = token_masks(toks, cls, sep)
+        masks = token_masks(toks, cls, sep, device=m.device)
         m = m.double()
         values = {
             "entropy": (mean_entropy(m), t),
@@ -188,7 +191,7 @@ def head_distances(maps: Sequence[torch.Tensor]) -> torch.Tensor:
             raise ValueError(f"maps[{i}] has {flat.shape[0]} heads, expected {n_heads}")
         n_heads = flat.shape[0]
         by_length.setdefault(t, []).append(flat)
-    total = torch.zeros(n_heads, n_heads)
+    total = torch.zeros(n_heads, n_heads, device=maps[0].device)
     rows = 0
     for group in by_length.values():
         x = torch.cat(group, dim=1)  # (N, rows, T): every query row of these sentences
@@ -230,11 +233,14 @@ def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tens
     if n % num_layers or n // num_layers < 2:
         raise ValueError(f"{n} heads do not split into {num_layers} layers of at least 2 heads")
     h = n // num_layers
-    layer_of = torch.arange(n) // h  # (N,)
+    layer_of = torch.arange(n, device=d.device) // h  # (N,)
     same = layer_of[:, None] == layer_of[None, :]  # (N, N)
-    other_in_layer = same & ~torch.eye(n, dtype=torch.bool)
+    other_in_layer = same & ~torch.eye(n, dtype=torch.bool, device=d.device)
     within = (d * other_in_layer).sum(1) / (h - 1)  # (N,)
-    across = (d * ~same).sum(1) / (n - h) if num_layers > 1 else torch.full((n,), math.nan)
+    if num_layers > 1:
+        across = (d * ~same).sum(1) / (n - h)  # (N,)
+    else:
+        across = torch.full((n,), math.nan, device=d.device)
     return within.view(num_layers, h), across.view(num_layers, h)
 
 

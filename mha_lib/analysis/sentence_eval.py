@@ -166,7 +166,12 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
 
 def embed(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Mean-pooled sentence embeddings ``(B, D)`` (gradients flow if enabled)."""
+    """Mean-pooled sentence embeddings ``(B, D)`` on the model's device (gradients flow if on).
+
+    The tokenised batches live on the CPU; they move to the model's device here.
+    """
+    device = next(model.parameters()).device
+    input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
     hidden = model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     return mean_pool(hidden, attention_mask)  # (B, D)
 
@@ -184,8 +189,9 @@ def group_similarities(anchors: torch.Tensor, candidates: torch.Tensor) -> torch
     return (a @ c.transpose(1, 2)).reshape(b, GROUP_SIZE)  # (B, 8)
 
 
-def _targets(batch_size: int) -> torch.Tensor:
-    return torch.arange(batch_size) % GROUP_SIZE  # (B,): item i's paraphrase is slot i mod 8
+def _targets(sims: torch.Tensor) -> torch.Tensor:
+    """``(B,)``: item ``i``'s paraphrase is slot ``i mod 8`` of its group (on ``sims``' device)."""
+    return torch.arange(sims.shape[0], device=sims.device) % GROUP_SIZE
 
 
 def retrieval_loss(
@@ -201,7 +207,7 @@ def retrieval_loss(
     if not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature!r}")
     sims = _batch_similarities(model, batch)  # (B, 8)
-    return F.cross_entropy(sims / temperature, _targets(len(batch)), reduction=reduction)
+    return F.cross_entropy(sims / temperature, _targets(sims), reduction=reduction)
 
 
 def _batch_similarities(model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -218,7 +224,7 @@ def retrieval_accuracy(model: nn.Module, batches: Sequence[Batch]) -> float:
     with torch.inference_mode():
         for batch in batches:
             sims = _batch_similarities(model, batch)  # (B, 8)
-            correct += int((sims.argmax(-1) == _targets(len(batch))).sum())
+            correct += int((sims.argmax(-1) == _targets(sims)).sum())
             total += len(batch)
     return correct / total
 

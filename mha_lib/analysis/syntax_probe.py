@@ -217,7 +217,8 @@ def head_accuracy(
                 f"for {n} words and {specials} special token(s) at each end, got {tuple(m.shape)}"
             )
         inner = m[..., specials : specials + n, specials : specials + n]  # (L, H, W, W)
-        inner = inner.masked_fill(torch.eye(n, dtype=torch.bool), float("-inf"))
+        itself = torch.eye(n, dtype=torch.bool, device=inner.device)  # (W, W)
+        inner = inner.masked_fill(itself, float("-inf"))
         predicted = inner.argmax(-1)  # (L, H, W): most-attended other word
         for dep, head, rel in s.arcs():
             hit = (predicted[..., dep] == head).float()  # (L, H)

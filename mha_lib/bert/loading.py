@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from mha_lib.bert._version import check_transformers
@@ -35,8 +36,12 @@ def default_model_path() -> Path:
     return path
 
 
-def load(name_or_path: str | os.PathLike[str] | None = None) -> tuple[nn.Module, object]:
-    """Load ``(model, tokenizer)`` with eager attention, in eval mode, quietly.
+def load(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Module, object]:
+    """Load ``(model, tokenizer)`` with eager attention, in eval mode, quietly, on ``device``.
 
     Eager attention is the point: under ``sdpa`` the model returns an empty
     tuple for ``output_attentions=True``. ``None`` loads the packaged MiniLM;
@@ -70,6 +75,8 @@ def load(name_or_path: str | os.PathLike[str] | None = None) -> tuple[nn.Module,
         if bars_on:
             hf_logging.enable_progress_bar()
     _layers(model)  # fail now, not at first use, if this is not a BERT-family model
+    if device is not None:
+        model.to(device)
     return model.eval(), tokenizer
 
 

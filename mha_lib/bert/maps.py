@@ -96,7 +96,7 @@ def to_word_level(maps: torch.Tensor, groups: Sequence[int]) -> torch.Tensor:
     check_floating(maps, "maps")
     if maps.dim() < 2 or maps.shape[-1] != maps.shape[-2]:
         raise ValueError(f"maps must have shape (..., T, T), got {tuple(maps.shape)}")
-    g = torch.as_tensor(list(groups), dtype=torch.long)
+    g = torch.as_tensor(list(groups), dtype=torch.long, device=maps.device)
     if g.dim() != 1 or len(g) != maps.shape[-1]:
         raise ValueError(
             f"groups must list one word index per token ({maps.shape[-1]}), got {len(g)}"

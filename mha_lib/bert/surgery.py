@@ -49,12 +49,19 @@ def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
 
     def make_hook(index: int, kept: list[int]):  # noqa: ANN202 - a torch hook
         def hook(module: nn.Module, args: tuple, output: tuple) -> tuple:
-            context = output[0]  # (B, T, H·Dh)
+            context = output[0] if isinstance(output, tuple) and output else None  # (B, T, H·Dh)
+            width = len(kept) * module.attention_head_size
+            if not isinstance(context, torch.Tensor) or context.shape[-1] != width:
+                raise TypeError(
+                    f"layer {index}'s self-attention returned {type(output).__name__}, not a "
+                    f"tuple starting with its (batch, tokens, {width}) context: head_mask "
+                    "supports the BERT modules of transformers 5 only"
+                )
             if per_row and mask.shape[0] != context.shape[0]:
                 raise ValueError(
                     f"mask has {mask.shape[0]} rows but the batch has {context.shape[0]}"
                 )
-            scale = mask[..., index, kept].to(context.dtype)  # (H,) or (B, H)
+            scale = mask[..., index, kept].to(device=context.device, dtype=context.dtype)
             scale = scale[:, None, :, None] if per_row else scale[:, None]  # broadcast
             shaped = context.unflatten(-1, (len(kept), -1))  # (B, T, H, Dh)
             return ((shaped * scale).flatten(-2), *output[1:])  # (B, T, H·Dh)
@@ -158,8 +165,14 @@ def mha_from_layer(model: nn.Module, layer: int) -> MultiHeadAttention:
     scaling = getattr(sa, "scaling", sa.attention_head_size**-0.5)
     if abs(scaling - sa.attention_head_size**-0.5) > 1e-12:
         raise ValueError(f"layer {layer} scales scores by {scaling}, not 1/sqrt(d_head)")
-    mha = MultiHeadAttention(d_model, n_heads, bias=sa.query.bias is not None, dropout=sa.dropout.p)
-    mha.to(device=sa.query.weight.device, dtype=sa.query.weight.dtype)
+    mha = MultiHeadAttention(
+        d_model,
+        n_heads,
+        bias=sa.query.bias is not None,
+        dropout=sa.dropout.p,
+        device=sa.query.weight.device,
+        dtype=sa.query.weight.dtype,
+    )
     pairs = (
         (mha.q_proj, sa.query),
         (mha.k_proj, sa.key),

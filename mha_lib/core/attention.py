@@ -7,6 +7,7 @@ import math
 import torch
 
 from mha_lib._checks import check_broadcastable, check_floating, check_mask_dtype
+from mha_lib.core.masks import as_additive
 
 
 def scaled_dot_product_attention(
@@ -24,9 +25,11 @@ def scaled_dot_product_attention(
     computes the same output without materialising them.
 
     ``mask`` broadcasts to ``(..., Tq, Tk)``. A boolean mask follows torch:
-    True means *may attend*. A float mask is added to the scores (use ``-inf``
-    to block). A query that may attend to nothing gets zero weights and a
-    zero output rather than NaN. ``scale`` defaults to ``1/√d``.
+    True means *may attend*. A float mask is added to the scores; ``-inf``, or a
+    ``finfo.min``-filled entry as transformers makes them, blocks a key. A query
+    that may attend to nothing gets zero weights and a zero output rather than
+    NaN. ``scale`` defaults to ``1/√d``. :mod:`mha_lib.core.masks` has the
+    library's mask conventions in one place.
     """
     _check_qkv(q, k, v)
     if scale is None:
@@ -35,10 +38,7 @@ def scaled_dot_product_attention(
     if mask is not None:
         check_mask_dtype(mask, "mask", scores)
         check_broadcastable(mask, tuple(scores.shape), "mask")
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        else:
-            scores = scores + mask
+        scores = scores + as_additive(mask, scores.dtype)
     # A row of only -inf would make softmax divide 0 by 0; give it zero weights instead.
     blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., Tq, 1)
     weights = torch.softmax(scores.masked_fill(blocked, 0.0), dim=-1)  # (..., Tq, Tk)

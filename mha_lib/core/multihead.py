@@ -8,15 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_lib._checks import (
-    check_broadcastable,
-    check_floating,
-    check_mask_dtype,
-    check_rank,
-    check_tensor,
-)
+from mha_lib._checks import check_floating, check_rank
 from mha_lib.core.attention import scaled_dot_product_attention
 from mha_lib.core.heads import merge_heads, split_heads
+from mha_lib.core.masks import and_masks, blocked_rows, combine_masks
 
 
 class MultiHeadAttention(nn.Module):
@@ -35,13 +30,28 @@ class MultiHeadAttention(nn.Module):
     - ``head_mask``: float ``(H,)`` or ``(B, H)``, multiplying each head's output
       before ``out_proj``; gradients flow to it (head importance uses them).
 
+    Heads keep their original index for good: :meth:`prune_heads` takes original
+    indices and records the survivors in ``kept_heads``, and ``head_mask`` always has
+    one entry per original head (entries of removed heads are ignored). The returned
+    weights are those of the present heads, in ``kept_heads`` order, and are not
+    scaled by ``head_mask`` (it scales a head's output, not where the head looks).
+    :mod:`mha_lib.core.masks` states the library's mask conventions in one place.
+
     With ``need_weights=False`` the fused kernel runs and no ``(B, H, Tq, Tk)``
     map is stored; with ``need_weights=True`` the explicit path runs and the
-    per-head weights are returned.
+    per-head weights are returned. ``device`` and ``dtype`` place the parameters,
+    as for any torch module.
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         for name, value in (("d_model", d_model), ("num_heads", num_heads)):
@@ -52,13 +62,16 @@ class MultiHeadAttention(nn.Module):
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
-        self.num_heads = num_heads
+        self.num_heads = num_heads  # heads present now
+        self.original_num_heads = num_heads
+        self.kept_heads = list(range(num_heads))  # original indices of the present heads
         self.d_head = d_model // num_heads
         self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        factory = {"bias": bias, "device": device, "dtype": dtype}
+        self.q_proj = nn.Linear(d_model, d_model, **factory)
+        self.k_proj = nn.Linear(d_model, d_model, **factory)
+        self.v_proj = nn.Linear(d_model, d_model, **factory)
+        self.out_proj = nn.Linear(d_model, d_model, **factory)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -98,13 +111,13 @@ class MultiHeadAttention(nn.Module):
         batch, q_len, _ = query.shape
         k_len = key.shape[1]
         scores_shape = (batch, self.num_heads, q_len, k_len)
-        mask = _combine_masks(attn_mask, key_padding_mask, scores_shape, query.dtype)
+        mask = combine_masks(attn_mask, key_padding_mask, scores_shape, query)
         if not isinstance(is_causal, bool):
             raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
         if is_causal and (mask is not None or need_weights):
             # The kernel's causal flag cannot be combined with a mask: build the mask.
             causal = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device).tril()
-            mask = _and_masks(mask, causal)
+            mask = and_masks(mask, causal)
             is_causal = False
 
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
@@ -120,7 +133,7 @@ class MultiHeadAttention(nn.Module):
             # Fused kernel: same math, but the (B, H, Tq, Tk) map is never stored.
             # Rows that may attend to nothing are opened up for the kernel (it
             # would return NaN for a float mask) and zeroed after, as the explicit path does.
-            blocked = None if mask is None else _blocked_rows(mask)
+            blocked = None if mask is None else blocked_rows(mask)
             if blocked is not None:
                 mask = mask.masked_fill(blocked, True if mask.dtype == torch.bool else 0.0)
             out = F.scaled_dot_product_attention(
@@ -131,7 +144,8 @@ class MultiHeadAttention(nn.Module):
             weights = None
 
         if head_mask is not None:
-            out = out * self._head_mask_view(head_mask, batch).to(out.dtype)  # (B, H, Tq, Dh)
+            scale = self._head_mask_view(head_mask, batch).to(device=out.device, dtype=out.dtype)
+            out = out * scale  # (B, H, Tq, Dh)
         return self.out_proj(merge_heads(out)), weights  # (B, Tq, d_model)
 
     @classmethod
@@ -148,8 +162,15 @@ class MultiHeadAttention(nn.Module):
         if mha.bias_k is not None or mha.add_zero_attn:
             raise ValueError("mha uses add_bias_kv or add_zero_attn, which are not supported")
         bias = mha.in_proj_bias is not None
-        new = cls(mha.embed_dim, mha.num_heads, bias=bias, dropout=mha.dropout)
-        new.to(device=mha.in_proj_weight.device, dtype=mha.in_proj_weight.dtype)
+        weight = mha.in_proj_weight
+        new = cls(
+            mha.embed_dim,
+            mha.num_heads,
+            bias=bias,
+            dropout=mha.dropout,
+            device=weight.device,
+            dtype=weight.dtype,
+        )
         projections = (new.q_proj, new.k_proj, new.v_proj)
         with torch.no_grad():
             for proj, weight in zip(projections, mha.in_proj_weight.chunk(3), strict=True):
@@ -164,31 +185,38 @@ class MultiHeadAttention(nn.Module):
     def prune_heads(self, heads: Iterable[int]) -> None:
         """Remove heads physically: their q/k/v rows and ``out_proj`` columns go.
 
-        Indices refer to the current heads (0 … num_heads − 1). The result
-        equals masking those heads with a zero ``head_mask``, with fewer
-        parameters and less compute. At least one head must remain.
+        Indices are *original* head indices (0 … ``original_num_heads`` − 1), as in
+        `mha_lib.bert.prune_heads` and transformers 4, so a table of head scores can be
+        pruned in several rounds; heads already removed are ignored. The result equals
+        masking those heads with a zero ``head_mask``, with fewer parameters and less
+        compute. At least one head must remain.
         """
         drop = set()
         for h in heads:
             if isinstance(h, bool) or not isinstance(h, int):
                 raise TypeError(f"heads must contain ints, got {h!r}")
-            if not 0 <= h < self.num_heads:
-                raise ValueError(f"head index {h} is out of range for {self.num_heads} heads")
+            if not 0 <= h < self.original_num_heads:
+                raise ValueError(
+                    f"head index {h} is out of range for {self.original_num_heads} heads"
+                )
             drop.add(h)
+        drop &= set(self.kept_heads)  # already removed: nothing to do
         if not drop:
             return
         if len(drop) == self.num_heads:
             raise ValueError(f"cannot prune all {self.num_heads} heads; at least one must remain")
-        keep = [h for h in range(self.num_heads) if h not in drop]
-        idx = head_features(keep, self.d_head, self.q_proj.weight.device)
+        slots = [i for i, h in enumerate(self.kept_heads) if h not in drop]
+        idx = head_features(slots, self.d_head, self.q_proj.weight.device)
         self.q_proj = _keep_outputs(self.q_proj, idx)
         self.k_proj = _keep_outputs(self.k_proj, idx)
         self.v_proj = _keep_outputs(self.v_proj, idx)
         self.out_proj = _keep_inputs(self.out_proj, idx)
-        self.num_heads = len(keep)
+        self.kept_heads = [h for h in self.kept_heads if h not in drop]
+        self.num_heads = len(self.kept_heads)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}"
+        pruned = "" if self.num_heads == self.original_num_heads else f", kept={self.kept_heads}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}{pruned}"
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
@@ -209,74 +237,16 @@ class MultiHeadAttention(nn.Module):
             )
 
     def _head_mask_view(self, head_mask: torch.Tensor, batch: int) -> torch.Tensor:
+        """``(H,)`` or ``(B, H)`` over the original heads → ``(1 or B, H_kept, 1, 1)``."""
         check_floating(head_mask, "head_mask")
-        if tuple(head_mask.shape) == (self.num_heads,):
-            return head_mask.view(1, self.num_heads, 1, 1)
-        if tuple(head_mask.shape) == (batch, self.num_heads):
-            return head_mask.view(batch, self.num_heads, 1, 1)
-        raise ValueError(
-            f"head_mask must have shape ({self.num_heads},) or ({batch}, {self.num_heads}), "
-            f"got {tuple(head_mask.shape)}"
-        )
-
-
-def _combine_masks(
-    attn_mask: torch.Tensor | None,
-    key_padding_mask: torch.Tensor | None,
-    scores_shape: tuple[int, int, int, int],
-    dtype: torch.dtype,
-) -> torch.Tensor | None:
-    """One mask broadcastable to ``(B, H, Tq, Tk)``: boolean (True = may attend) or additive."""
-    like = torch.empty(0, dtype=dtype)
-    masks = []
-    if attn_mask is not None:
-        check_mask_dtype(attn_mask, "attn_mask", like)
-        check_broadcastable(attn_mask, scores_shape, "attn_mask")
-        masks.append(attn_mask)
-    if key_padding_mask is not None:
-        check_tensor(key_padding_mask, "key_padding_mask")
-        check_mask_dtype(key_padding_mask, "key_padding_mask", like)
-        batch, _, _, k_len = scores_shape
-        if tuple(key_padding_mask.shape) != (batch, k_len):
+        h = self.original_num_heads
+        if tuple(head_mask.shape) not in ((h,), (batch, h)):
             raise ValueError(
-                f"key_padding_mask must have shape (batch, Tk) = ({batch}, {k_len}), "
-                f"got {tuple(key_padding_mask.shape)}"
+                f"head_mask must have shape ({h},) or ({batch}, {h}) (one entry per original "
+                f"head), got {tuple(head_mask.shape)}"
             )
-        padding = key_padding_mask[:, None, None, :]  # (B, 1, 1, Tk)
-        masks.append(~padding if padding.dtype == torch.bool else padding)
-    if not masks:
-        return None
-    if all(m.dtype == torch.bool for m in masks):
-        combined = masks[0]
-        for m in masks[1:]:
-            combined = combined & m
-        return combined
-    additive = [_as_additive(m, dtype) for m in masks]
-    return additive[0] if len(additive) == 1 else additive[0] + additive[1]
-
-
-def _and_masks(mask: torch.Tensor | None, causal: torch.Tensor) -> torch.Tensor:
-    """Add the causal constraint to a boolean (True = may attend) or additive mask."""
-    if mask is None:
-        return causal
-    if mask.dtype == torch.bool:
-        return mask & causal
-    return mask.masked_fill(~causal, float("-inf"))
-
-
-def _as_additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    if mask.dtype != torch.bool:
-        return mask
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
-        ~mask, float("-inf")
-    )
-
-
-def _blocked_rows(mask: torch.Tensor) -> torch.Tensor:
-    """True for query rows whose mask lets them attend to no key."""
-    if mask.dtype == torch.bool:
-        return ~mask.any(dim=-1, keepdim=True)
-    return torch.isneginf(mask).all(dim=-1, keepdim=True)
+        kept = head_mask[..., self.kept_heads]  # (H_kept,) or (B, H_kept)
+        return kept.reshape(-1, self.num_heads, 1, 1)
 
 
 def head_features(slots: list[int], d_head: int, device: torch.device) -> torch.Tensor:
@@ -285,12 +255,21 @@ def head_features(slots: list[int], d_head: int, device: torch.device) -> torch.
     Head ``h`` owns features ``h·d_head … (h+1)·d_head − 1`` (see `split_heads`),
     so keeping heads means keeping these rows of q/k/v and columns of the output.
     """
-    return torch.cat([torch.arange(h * d_head, (h + 1) * d_head) for h in slots]).to(device)
+    return torch.cat(
+        [torch.arange(h * d_head, (h + 1) * d_head, device=device) for h in slots]
+    )  # (len(slots) · d_head,)
+
+
+def _factory(linear: nn.Linear) -> dict[str, object]:
+    return {
+        "bias": linear.bias is not None,
+        "device": linear.weight.device,
+        "dtype": linear.weight.dtype,
+    }
 
 
 def _keep_outputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
-    new = nn.Linear(linear.in_features, len(idx), bias=linear.bias is not None)
-    new.to(device=linear.weight.device, dtype=linear.weight.dtype)
+    new = nn.Linear(linear.in_features, len(idx), **_factory(linear))
     with torch.no_grad():
         new.weight.copy_(linear.weight[idx])
         if linear.bias is not None:
@@ -299,8 +278,7 @@ def _keep_outputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
 
 
 def _keep_inputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
-    new = nn.Linear(len(idx), linear.out_features, bias=linear.bias is not None)
-    new.to(device=linear.weight.device, dtype=linear.weight.dtype)
+    new = nn.Linear(len(idx), linear.out_features, **_factory(linear))
     with torch.no_grad():
         new.weight.copy_(linear.weight[:, idx])
         if linear.bias is not None:

@@ -197,7 +197,8 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
 
 def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Per-sequence ``(B,)`` cross-entropy over the answered positions of a chapter-4 task batch."""
-    inputs, targets = batch
+    device = next(model.parameters()).device
+    inputs, targets = (t.to(device) for t in batch)
     logits, _ = model(inputs)  # (B, T, C)
     answered = targets != IGNORE  # (B, T)
     token = F.cross_entropy(
@@ -209,7 +210,9 @@ def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torc
 def toy_accuracy(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
     """Accuracy over the answered positions of all batches."""
     correct = total = 0
-    for inputs, targets in batches:
+    device = next(model.parameters()).device
+    for batch in batches:
+        inputs, targets = (t.to(device) for t in batch)
         logits, _ = model(inputs)  # (B, T, C)
         answered = targets != IGNORE  # (B, T)
         correct += int((logits.argmax(-1)[answered] == targets[answered]).sum())

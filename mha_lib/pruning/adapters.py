@@ -53,9 +53,18 @@ class HeadAdapter:
         raise NotImplementedError
 
     # --- shared
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters (and so every mask given to it) live."""
+        return next(self.model.parameters()).device
+
+    def ones(self, *batch: int) -> torch.Tensor:
+        """A mask of ones on the model's device: ``(L, H)``, or ``(B, L, H)`` given ``B``."""
+        return torch.ones(*batch, self.num_layers, self.num_heads, device=self.device)
+
     def present(self) -> torch.Tensor:
-        """``(L, H)`` bool: True for heads still doing work (not removed, not silenced)."""
-        alive = torch.zeros(self.num_layers, self.num_heads, dtype=torch.bool)
+        """``(L, H)`` bool on the CPU (bookkeeping): True for heads still doing work."""
+        alive = torch.zeros(self.num_layers, self.num_heads, dtype=torch.bool, device="cpu")
         for layer, kept in enumerate(self.kept_heads()):
             alive[layer, kept] = True
         for layer, head in self.silenced:
@@ -65,20 +74,21 @@ class HeadAdapter:
     def masked(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         """Scale each head's output by ``mask[layer, head]`` (original numbering) in the block.
 
-        ``mask`` is ``(L, H)``, or ``(L, B, H)`` for one mask per input row.
+        ``mask`` is ``(L, H)``, or ``(B, L, H)`` for one mask per input row (the
+        library's convention, :mod:`mha_lib.core.masks`).
         """
         check_floating(mask, "mask")
         nl, nh = self.num_layers, self.num_heads
-        if mask.dim() not in (2, 3) or (mask.shape[0], mask.shape[-1]) != (nl, nh):
+        if mask.dim() not in (2, 3) or tuple(mask.shape[-2:]) != (nl, nh):
             raise ValueError(
-                f"mask must have shape (layers, heads) = ({nl}, {nh}) or (layers, batch, heads), "
+                f"mask must have shape (layers, heads) = ({nl}, {nh}) or (batch, layers, heads), "
                 f"got {tuple(mask.shape)}"
             )
         if self.silenced:
-            keep = torch.ones(nl, nh, dtype=mask.dtype)
+            keep = torch.ones(nl, nh, dtype=mask.dtype, device=mask.device)
             for layer, head in self.silenced:
                 keep[layer, head] = 0.0
-            mask = mask * (keep if mask.dim() == 2 else keep[:, None, :])  # (L, [B,] H)
+            mask = mask * keep  # ([B,] L, H)
         return self._raw_mask(mask)
 
     def rows(self, batch: Any) -> int:  # noqa: ANN401 - any batch type
@@ -88,21 +98,25 @@ class HeadAdapter:
         return len(batch)
 
     @contextlib.contextmanager
-    def _as_is(self) -> Iterator[None]:
+    def as_pruned(self) -> Iterator[None]:
+        """Run the model as pruned so far: heads that had to stay as weights are switched off.
+
+        Wrap any direct use of ``adapter.model`` (e.g. computing embeddings) in it.
+        """
         if self.silenced:
-            with self.masked(torch.ones(self.num_layers, self.num_heads)):
+            with self.masked(self.ones()):
                 yield
         else:
             yield
 
     def loss(self, batch: Any) -> torch.Tensor:  # noqa: ANN401 - any batch type
         """The differentiable mean loss of one batch, silenced heads switched off."""
-        with self._as_is():
+        with self.as_pruned():
             return self.loss_fn(self.model, batch).mean()
 
     def metric(self, batches: Sequence[Any]) -> float:
         """The metric over ``batches`` (higher is better), silenced heads switched off."""
-        with self._as_is(), torch.inference_mode():
+        with self.as_pruned(), torch.inference_mode():
             return float(self.metric_fn(self.model, batches))
 
     def prune(self, heads: Mapping[int, Sequence[int]]) -> None:
@@ -160,35 +174,29 @@ class MHAHeads(HeadAdapter):
     attention modules in ``model.modules()`` order.
     """
 
-    _kept: list[list[int]] = field(default_factory=list)
-
     def __post_init__(self) -> None:
         if not isinstance(self.model, nn.Module):
             raise TypeError(f"model must be an nn.Module, got {type(self.model).__name__}")
         attns = self.attentions
         if not attns:
             raise TypeError("model contains no mha_lib.MultiHeadAttention module")
-        if not self._kept:
-            if len({a.num_heads for a in attns}) != 1:
-                raise ValueError("every attention module must start with the same head count")
-            self._kept = [list(range(a.num_heads)) for a in attns]
+        if len({a.original_num_heads for a in attns}) != 1:
+            raise ValueError("every attention module must start with the same head count")
         self.num_layers = len(attns)
-        self.num_heads = max(max(k) for k in self._kept) + 1
+        self.num_heads = attns[0].original_num_heads
 
     @property
     def attentions(self) -> list[MultiHeadAttention]:
         return [m for m in self.model.modules() if isinstance(m, MultiHeadAttention)]
 
     def kept_heads(self) -> list[list[int]]:
-        return [list(k) for k in self._kept]
+        return [list(a.kept_heads) for a in self.attentions]
 
     @contextlib.contextmanager
     def _raw_mask(self, mask: torch.Tensor) -> Iterator[None]:
         def make_hook(layer: int):  # noqa: ANN202 - a torch hook
-            kept = self._kept[layer]
-
             def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-                scale = mask[layer][..., kept]  # (H_kept,) or (B, H_kept)
+                scale = mask[..., layer, :]  # (H,) or (B, H), original numbering
                 given = kwargs.get("head_mask")
                 kwargs = {**kwargs, "head_mask": scale if given is None else given * scale}
                 return args, kwargs
@@ -208,9 +216,7 @@ class MHAHeads(HeadAdapter):
     def _remove(self, plan: dict[int, list[int]]) -> None:
         attns = self.attentions
         for layer, drop in plan.items():
-            kept = self._kept[layer]
-            attns[layer].prune_heads([kept.index(h) for h in drop])  # current slots
-            self._kept[layer] = [h for h in kept if h not in drop]
+            attns[layer].prune_heads(drop)  # original numbering, as everywhere
 
 
 @dataclass
@@ -232,8 +238,7 @@ class BertHeads(HeadAdapter):
     def _raw_mask(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         from mha_lib import bert
 
-        # Per-example masks arrive as (L, B, H); bert.head_mask takes them as (B, L, H).
-        return bert.head_mask(self.model, mask if mask.dim() == 2 else mask.transpose(0, 1))
+        return bert.head_mask(self.model, mask)  # (L, H) or (B, L, H), as here
 
     def _remove(self, plan: dict[int, list[int]]) -> None:
         from mha_lib import bert

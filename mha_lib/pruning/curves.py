@@ -135,7 +135,9 @@ def pruning_curve(
     extra = dict(extra or {})
     total = int(work.present().sum())
     permutation = torch.randperm(
-        work.num_layers * work.num_heads, generator=torch.Generator().manual_seed(seed)
+        work.num_layers * work.num_heads,
+        generator=torch.Generator().manual_seed(seed),
+        device="cpu",  # the generator's device; the order is a list of head indices
     ).tolist()
 
     def measure() -> None:
@@ -216,7 +218,7 @@ def survival_rank(
     orders: Sequence[Sequence[tuple[int, int]]], shape: tuple[int, int]
 ) -> torch.Tensor:
     """``(L, H)`` mean position in the removal orders, scaled to [0, 1] (1 = removed last)."""
-    ranks = torch.zeros(shape, dtype=torch.float64)
+    ranks = torch.zeros(shape, dtype=torch.float64, device="cpu")
     for order in orders:
         n = len(order)
         for position, (layer, head) in enumerate(order):
@@ -240,7 +242,7 @@ def one_head_per_layer(
     for layer, head in enumerate(keep):
         if not alive[layer, head]:
             raise ValueError(f"keep[{layer}] = {head} is not a present head")
-        mask = torch.ones(heads.num_layers, heads.num_heads)
+        mask = heads.ones()
         mask[layer] = 0.0
         mask[layer, head] = 1.0
         with heads.masked(mask), torch.inference_mode():
@@ -258,7 +260,7 @@ def best_single_heads(
     for layer in range(heads.num_layers):
         scored = []
         for head in alive[layer].nonzero().flatten().tolist():
-            mask = torch.ones(heads.num_layers, heads.num_heads)
+            mask = heads.ones()
             mask[layer] = 0.0
             mask[layer, head] = 1.0
             with heads.masked(mask), torch.inference_mode():

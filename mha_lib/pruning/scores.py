@@ -33,7 +33,7 @@ def head_importance(
     was_training = heads.model.training
     heads.model.eval()  # no dropout: the score is a property of the model, not of a mask draw
     nl, nh = heads.num_layers, heads.num_heads
-    total = torch.zeros(nl, nh, dtype=torch.float64)
+    total = torch.zeros(nl, nh, dtype=torch.float64, device="cpu")  # scores come back on the CPU
     count = 0
     try:
         for batch in batches:
@@ -43,19 +43,19 @@ def head_importance(
                     f"a batch has {rows} rows, not a multiple of rows_per_example = "
                     f"{heads.rows_per_example}"
                 )
-            shape = (nl, rows, nh) if per_example else (nl, nh)
-            xi = torch.ones(shape, requires_grad=True)  # (L, [B,] H)
+            xi = (heads.ones(rows) if per_example else heads.ones()).requires_grad_()  # ([B,] L, H)
             with heads.masked(xi):
                 losses = heads.loss_fn(heads.model, batch)  # (B,) or ()
             (grad,) = torch.autograd.grad(losses.sum(), xi, allow_unused=True)
             if grad is None:
-                grad = torch.zeros(shape)
+                grad = torch.zeros_like(xi)
+            grad = grad.detach().double().cpu()
             if per_example:
-                per = grad.view(nl, -1, heads.rows_per_example, nh).sum(2)  # (L, E, H)
-                total += per.abs().sum(1).double()
-                count += per.shape[1]
+                per = grad.view(-1, heads.rows_per_example, nl, nh).sum(1)  # (E, L, H)
+                total += per.abs().sum(0)
+                count += per.shape[0]
             else:
-                total += (grad / losses.numel()).abs().double()  # gradient of the mean loss
+                total += (grad / losses.numel()).abs()  # gradient of the mean loss
                 count += 1
     finally:
         heads.model.train(was_training)
@@ -82,9 +82,9 @@ def ablation_scores(heads: HeadAdapter, batches: Sequence[Any]) -> torch.Tensor:
     """
     base = mean_loss(heads, batches)
     alive = heads.present()
-    out = torch.full((heads.num_layers, heads.num_heads), float("nan"))
+    out = torch.full((heads.num_layers, heads.num_heads), float("nan"), device="cpu")
     for layer, head in alive.nonzero().tolist():
-        mask = torch.ones(heads.num_layers, heads.num_heads)
+        mask = heads.ones()
         mask[layer, head] = 0.0
         with heads.masked(mask), torch.inference_mode():
             loss = statistics.fmean(float(heads.loss_fn(heads.model, b).mean()) for b in batches)
@@ -106,7 +106,7 @@ def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     def ranks(v: torch.Tensor) -> torch.Tensor:  # average ranks for ties
         order = v.argsort()
         r = torch.empty_like(v)
-        r[order] = torch.arange(len(v), dtype=v.dtype)
+        r[order] = torch.arange(len(v), dtype=v.dtype, device=v.device)
         for value in v.unique():
             tied = v == value
             r[tied] = r[tied].mean()
