@@ -5,7 +5,7 @@ and fail on a reader's Colab GPU. :class:`DeviceAudit` catches it anyway: it wat
 tensor factory call (``torch.ones``, ``torch.arange``, ``torch.tensor`` ...) made from
 ``mha_lib``'s own code and records those that name no device. Such a tensor lands on the
 default device (the CPU) whatever device the model is on. ``*_like`` calls and ``Tensor``
-methods follow their input and are fine. The BERT, pruning and retrieval pipelines run
+methods follow their input and are fine. The BERT, pruning and word-sense pipelines run
 under the audit, in float32, float64 and bfloat16; on a machine with CUDA they also run
 there for real.
 """
@@ -20,7 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from mha_lib import MultiHeadAttention, bert, pruning
-from mha_lib.analysis import head_stats, sentence_eval
+from mha_lib.analysis import head_stats, sense_eval
 from mha_lib.experiments import training
 from mha_lib.experiments.tasks import associative_recall
 from mha_lib.experiments.toy_transformer import ToyTransformer
@@ -76,28 +76,25 @@ def minilm():
 
 
 def bert_pipeline(model, tokenizer, device):
-    """Maps, head mask with gradients, retrieval, importance, a pruning step, a layer copy."""
+    """Maps, head mask with gradients, the word-sense probe, importance, pruning, a layer copy."""
     model = model.to(device)
-    data = sentence_eval.make_retrieval_set(2, seed=0)
-    batches = sentence_eval.make_batches(tokenizer, data)
+    batches = sense_eval.make_batches(tokenizer, sense_eval.make_sense_set("eval", 8, seed=0))
     tokens, maps = bert.attention_maps(model, tokenizer, "the cat sat on the mat.")
     head_stats.head_statistics([maps], [tokens])
+    probe = sense_eval.fit_probe(model, batches)
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     mask = torch.ones(layers, heads, device=device, requires_grad=True)
     with bert.head_mask(model, mask):
-        sentence_eval.retrieval_loss(model, batches[0]).backward()
+        sense_eval.sense_loss(model, batches[0], probe).backward()
     assert mask.grad is not None and mask.grad.device == mask.device
-    sentence_eval.retrieval_accuracy(model, batches)
-    reference = sentence_eval.anchor_embeddings(model, batches)
-    sentence_eval.embedding_fidelity(model, batches, reference)
+    sense_eval.sense_accuracy(model, batches, probe)
     adapter = pruning.BertHeads(
         model,
-        lambda m, b: sentence_eval.retrieval_loss(m, b, reduction="none"),
-        sentence_eval.retrieval_accuracy,
-        rows_per_example=sentence_eval.GROUP_SIZE,
+        lambda m, b: sense_eval.sense_loss(m, b, probe, reduction="none"),
+        lambda m, bs: sense_eval.sense_accuracy(m, bs, probe),
     )
     pruning.head_importance(adapter, batches)
-    pruning.ablation_scores(adapter, batches[:1])
+    pruning.ablation_effects(adapter, batches)
     pruning.pruning_curve(adapter, batches, step=heads, max_pruned=heads)
     pruning.one_head_per_layer(adapter, batches, [0] * layers)
     bert.mha_from_layer(model, 0)
@@ -151,10 +148,10 @@ def test_multihead_attention_creates_nothing_off_device():
 
 def test_the_audit_catches_a_factory_call_without_a_device(monkeypatch):
     """The audit itself can fail: a library function that forgets the device is reported."""
-    from mha_lib.analysis import sentence_eval as se
+    from mha_lib.analysis import sense_eval as se
 
     def careless(batch_size):
-        return torch.arange(batch_size) % se.GROUP_SIZE  # no device
+        return torch.arange(batch_size) % len(se.SPLITS)  # no device
 
     careless.__code__ = careless.__code__.replace(co_filename=se.__file__)
     found = audited(lambda: careless(8))

@@ -36,10 +36,17 @@ from mha_lib.pruning.curves import (
     select_heads,
     survival_rank,
 )
-from mha_lib.pruning.scores import ablation_scores, head_importance, mean_loss, spearman
+from mha_lib.pruning.scores import (
+    ablation_effects,
+    ablation_scores,
+    head_importance,
+    mean_loss,
+    spearman,
+)
 
 __all__ = [
     "ORDERS",
+    "ablation_effects",
     "BertHeads",
     "HeadAdapter",
     "MHAHeads",

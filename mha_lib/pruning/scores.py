@@ -80,16 +80,39 @@ def ablation_scores(heads: HeadAdapter, batches: Sequence[Any]) -> torch.Tensor:
     ``L·H`` evaluations instead of one backward pass: the reference that the
     gradient importance approximates to first order.
     """
-    base = mean_loss(heads, batches)
-    alive = heads.present()
-    out = torch.full((heads.num_layers, heads.num_heads), float("nan"), device="cpu")
-    for layer, head in alive.nonzero().tolist():
+    return ablation_effects(heads, batches)[0]
+
+
+def ablation_effects(
+    heads: HeadAdapter, batches: Sequence[Any]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean, stderr)``, each ``(L, H)``: the loss increase when each head alone is masked,
+    averaged over the loss's rows, and its standard error over those rows.
+
+    The rows are paired (the same items with and without the head), so the error of the
+    difference is that of the per-row differences: small when masking moves every item a
+    little the same way, large when it only reshuffles them. NaN for absent heads.
+    """
+    _check_batches(batches)
+
+    def row_losses() -> torch.Tensor:
+        with heads.as_pruned(), torch.inference_mode():
+            return torch.cat(
+                [heads.loss_fn(heads.model, b).reshape(-1).double().cpu() for b in batches]
+            )  # (N,)
+
+    base = row_losses()
+    shape = (heads.num_layers, heads.num_heads)
+    mean = torch.full(shape, float("nan"), dtype=torch.float64, device="cpu")
+    stderr = torch.full(shape, float("nan"), dtype=torch.float64, device="cpu")
+    for layer, head in heads.present().nonzero().tolist():
         mask = heads.ones()
         mask[layer, head] = 0.0
-        with heads.masked(mask), torch.inference_mode():
-            loss = statistics.fmean(float(heads.loss_fn(heads.model, b).mean()) for b in batches)
-        out[layer, head] = loss - base
-    return out
+        with heads.masked(mask):
+            diff = row_losses() - base  # (N,)
+        mean[layer, head] = diff.mean()
+        stderr[layer, head] = diff.std() / diff.numel() ** 0.5 if diff.numel() > 1 else 0.0
+    return mean.float(), stderr.float()
 
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:

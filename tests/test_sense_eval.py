@@ -1,0 +1,143 @@
+"""mha_lib.analysis.sense_eval: labels by construction, disjoint vocabularies, the floor.
+
+Labels are checked by reading each sentence back against the domain word lists, not through
+the generator's own bookkeeping; the probe against scikit-learn's own decision function; the
+loss against an explicit cross-entropy; the floor against the definition of attention.
+"""
+
+import math
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mha_lib import bert
+from mha_lib.analysis import sense_eval as se
+
+WORD_DOMAIN = {w: d for d, words in se.DOMAINS.items() for w in words}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A tiny random BERT with MiniLM's vocabulary and MiniLM's tokenizer."""
+    from transformers import BertConfig, BertModel
+
+    _, tokenizer = bert.load()
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=16, max_position_embeddings=64,
+        attn_implementation="eager",
+    )  # fmt: skip
+    return BertModel(config).eval(), tokenizer
+
+
+def test_splits_are_disjoint_and_cover_every_domain():
+    splits = [se.vocabulary(s) for s in se.SPLITS]
+    for name in se.DOMAINS:
+        sets = [set(v[name]) for v in splits]
+        assert all(len(s) == len(se.DOMAINS[name]) // len(se.SPLITS) for s in sets)
+        assert not (sets[0] & sets[1] or sets[0] & sets[2] or sets[1] & sets[2])
+    assert not set(se.HOMONYMS) & set(WORD_DOMAIN)  # no homonym is a context word
+    with pytest.raises(ValueError, match="split"):
+        se.vocabulary("train")
+
+
+def test_every_label_is_the_majority_of_its_context_words():
+    items = se.make_sense_set("eval", 2 * len(se.HOMONYMS) * 5, seed=3)
+    for it in items:
+        words = re.findall(r"[a-z]+", it.text)
+        assert sorted(w for w in words if w in WORD_DOMAIN) == sorted(it.context)
+        assert words.count(it.target) == 1
+        domains = [WORD_DOMAIN[w] for w in words if w in WORD_DOMAIN]
+        assert len(domains) == 3
+        right, other = it.domains[it.label], it.domains[1 - it.label]
+        assert domains.count(right) == 2 and domains.count(other) == 1
+        assert all(w in se.vocabulary("eval")[WORD_DOMAIN[w]] for w in words if w in WORD_DOMAIN)
+    labels = [it.label for it in items]
+    assert labels.count(0) == labels.count(1)  # each homonym's senses alternate
+    assert se.make_sense_set("eval", 10, seed=3) == items[:10]
+    with pytest.raises(ValueError, match="num_items"):
+        se.make_sense_set("eval", 0, seed=0)
+
+
+def test_batches_point_at_the_target_word(tiny):
+    _, tokenizer = tiny
+    items = se.make_sense_set("probe", 30, seed=0)
+    for batch in se.make_batches(tokenizer, items, batch_size=7):
+        for row in range(len(batch)):
+            token = tokenizer.convert_ids_to_tokens(
+                int(batch.input_ids[row, batch.target_index[row]])
+            )
+            assert token == tokenizer.tokenize(items.pop(0).target)[0]
+
+
+def test_probe_loss_and_accuracy_by_hand(tiny):
+    from sklearn.linear_model import LogisticRegression
+
+    model, tokenizer = tiny
+    batches = se.make_batches(tokenizer, se.make_sense_set("probe", 44, seed=1), batch_size=16)
+    probe = se.fit_probe(model, batches)
+    with torch.no_grad():
+        states = torch.cat([se.target_states(model, b) for b in batches])
+    labels = torch.cat([b.candidates.gather(1, b.labels[:, None])[:, 0] for b in batches])
+    ref = LogisticRegression(max_iter=5000).fit(states.double().numpy(), labels.numpy())
+    logits = probe(states).double()
+    for i, c in enumerate(ref.classes_):
+        torch.testing.assert_close(
+            logits[:, c], torch.as_tensor(ref.decision_function(states.double().numpy())[:, i]),
+            rtol=1e-4, atol=1e-4,
+        )  # fmt: skip
+    batch = batches[0]
+    two = logits[: len(batch)].gather(1, batch.candidates)
+    expected = F.cross_entropy(two, batch.labels)
+    torch.testing.assert_close(
+        se.sense_loss(model, batch, probe).double(), expected, rtol=1e-5, atol=1e-5
+    )
+    right = (two.argmax(-1) == batch.labels).float().mean()
+    assert se.sense_accuracy(model, batches[:1], probe) == pytest.approx(float(right))
+    with pytest.raises(ValueError, match="reduction"):
+        se.sense_loss(model, batch, probe, reduction="sum")
+
+
+def test_without_attention_the_target_state_ignores_its_context(tiny):
+    """The floor: with every head masked a token's state depends on the token and its
+    position only, so two senses of one word at one position are indistinguishable."""
+    model, tokenizer = tiny
+    text = "the bat was there with the {}, the {} and the {}."
+    (a,) = se.make_batches(tokenizer, [
+        se.SenseItem(text.format("owl", "deer", "tennis"), "bat", ("animals", "sport"), 0,
+                     ("owl", "deer", "tennis")),
+        se.SenseItem(text.format("racket", "golf", "wolf"), "bat", ("animals", "sport"), 1,
+                     ("racket", "golf", "wolf")),
+    ])  # fmt: skip
+    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    with torch.no_grad(), bert.head_mask(model, torch.zeros(layers, heads)):
+        states = se.target_states(model, a)
+    torch.testing.assert_close(states[0], states[1])
+    with torch.no_grad():
+        states = se.target_states(model, a)
+    assert not torch.allclose(states[0], states[1])
+
+
+def test_bootstrap_interval_brackets_the_mean():
+    correct = torch.tensor([True] * 70 + [False] * 30)
+    low, high = se.bootstrap_interval(correct)
+    assert low < 0.7 < high and high - low == pytest.approx(
+        2 * 1.96 * math.sqrt(0.21 / 100), abs=0.04
+    )
+    assert se.bootstrap_interval(torch.ones(5, dtype=torch.bool)) == (1.0, 1.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        se.bootstrap_interval(torch.ones(0, dtype=torch.bool))
+
+
+def test_lexical_baselines_learn_words_but_cannot_transfer_them():
+    train = se.make_sense_set("probe", 440, seed=0)
+    same_words = se.make_sense_set("probe", 220, seed=9)
+    other_words = se.make_sense_set("eval", 440, seed=9)
+    seen = se.lexical_baselines(train, same_words)
+    unseen = se.lexical_baselines(train, other_words)
+    # The baselines work when words carry over (the overlap vote is the weakest) ...
+    assert seen["bag of words"] > 0.9 and seen["TF-IDF"] > 0.9 and seen["word overlap"] > 0.65
+    assert all(abs(v - se.CHANCE) < 0.1 for v in unseen.values())  # ... and sit at chance here
