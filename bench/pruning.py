@@ -46,12 +46,22 @@ are ``str(fraction)``: ``"0.0"``, ``"0.25"``, ``"0.5"``, ``"0.75"``)::
             samples        {fraction: [float, ...]}   seconds per call, in repeat order
             speedup        {fraction: float}          seconds["0.0"] / seconds[fraction]
             speedup_range  {fraction: [lo, hi]}       per-repeat ratios, smallest and largest
+            cpu            {seconds, spread, samples, speedup, speedup_range}:
+                           the same five, of the process's CPU time over the same samples
             flops          {fraction: int}            matrix-multiplication FLOPs of a forward
           ]
       sdpa_over_eager   [ one per (batch, length):
         batch, length
         ratio          {fraction: float}   sdpa seconds / eager seconds (below 1: sdpa faster)
+        cpu_ratio      {fraction: float}   the same, of CPU time
       ]
+
+Wall time (``perf_counter``, the top-level ``seconds``) is what a user waits
+for; on a machine shared with other work it also counts the moments the
+process waits for a core. CPU time (``process_time``, all threads of the
+process) is read around the same samples; with ``--threads 1`` it counts the
+work done and is far less disturbed by other jobs (still not immune: they share
+caches and memory bandwidth). Compare the two to tell noise from effect.
 
 FLOPs are counted by torch's ``FlopCounterMode`` on the eager model and
 recorded for both implementations: the two do the same matrix products, but
@@ -97,12 +107,13 @@ def build_models(path: str | None) -> dict[tuple[str, float], torch.nn.Module]:
 
 def interleaved_samples(
     fns: Mapping[str, Callable[[], object]], *, repeats: int, min_sample: float, warmup: int = 1
-) -> dict[str, list[float]]:
-    """Seconds per call of each function, ``repeats`` samples each, in repeat order.
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds per call of each function, ``repeats`` samples each, in repeat order.
 
     The method of `mha_lib.analysis.cost.measure_latency` (warm-up, calls per
-    sample sized to ``min_sample``, round-robin in an order rotated every
-    repeat), keeping every sample instead of only the median.
+    sample sized to ``min_sample`` of wall time, round-robin in an order rotated
+    every repeat), keeping every sample instead of only the median, and reading
+    both clocks around each sample.
     """
     names = list(fns)
     calls: dict[str, int] = {}
@@ -113,18 +124,35 @@ def interleaved_samples(
             start = time.perf_counter()
             fns[name]()
             calls[name] = max(1, int(min_sample / max(time.perf_counter() - start, 1e-6)))
-        samples: dict[str, list[float]] = {n: [] for n in names}
+        wall: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, list[float]] = {n: [] for n in names}
         for r in range(repeats):
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 for _ in range(calls[name]):
                     fns[name]()
-                samples[name].append((time.perf_counter() - start) / calls[name])
-    return samples
+                cpu[name].append((time.process_time() - start_cpu) / calls[name])
+                wall[name].append((time.perf_counter() - start) / calls[name])
+    return wall, cpu
 
 
 def spread(samples: list[float]) -> float:
     return (max(samples) - min(samples)) / statistics.median(samples)
+
+
+def summary(samples: Mapping[str, list[float]]) -> dict:
+    """Medians, spreads and speed-ups over the full model (key ``"0.0"``) of one clock."""
+    seconds = {k: statistics.median(s) for k, s in samples.items()}
+    per_repeat = {
+        k: [a / b for a, b in zip(samples["0.0"], s, strict=True)] for k, s in samples.items()
+    }
+    return {
+        "seconds": seconds,
+        "spread": {k: spread(s) for k, s in samples.items()},
+        "samples": dict(samples),
+        "speedup": {k: seconds["0.0"] / seconds[k] for k in samples},
+        "speedup_range": {k: [min(r), max(r)] for k, r in per_repeat.items()},
+    }
 
 
 def run(
@@ -151,36 +179,32 @@ def run(
         }
         # one name list alternating implementations, so the rotation mixes them
         order = [f"{impl} {f}" for f in FRACTIONS for impl in IMPLEMENTATIONS]
-        got = interleaved_samples(
+        wall, cpu = interleaved_samples(
             {n: fns[n] for n in order}, repeats=repeats, min_sample=min_sample
         )
         flops = {str(f): cost.forward_flops(fns[f"eager {f}"]) for f in FRACTIONS}
-        medians = {}
+        rows = {}
         for impl in IMPLEMENTATIONS:
-            samples = {str(f): got[f"{impl} {f}"] for f in FRACTIONS}
-            seconds = {k: statistics.median(s) for k, s in samples.items()}
-            per_repeat = {
-                k: [a / b for a, b in zip(samples["0.0"], s, strict=True)]
-                for k, s in samples.items()
+            row = {
+                "batch": batch,
+                "length": length,
+                **summary({str(f): wall[f"{impl} {f}"] for f in FRACTIONS}),
+                "cpu": summary({str(f): cpu[f"{impl} {f}"] for f in FRACTIONS}),
+                "flops": flops,
             }
-            by_impl[impl]["rows"].append(
-                {
-                    "batch": batch,
-                    "length": length,
-                    "seconds": seconds,
-                    "spread": {k: spread(s) for k, s in samples.items()},
-                    "samples": samples,
-                    "speedup": {k: seconds["0.0"] / seconds[k] for k in keys},
-                    "speedup_range": {k: [min(r), max(r)] for k, r in per_repeat.items()},
-                    "flops": flops,
-                }
-            )
-            medians[impl] = seconds
+            by_impl[impl]["rows"].append(row)
+            rows[impl] = row
         ratios.append(
             {
                 "batch": batch,
                 "length": length,
-                "ratio": {k: medians["sdpa"][k] / medians["eager"][k] for k in keys},
+                "ratio": {
+                    k: rows["sdpa"]["seconds"][k] / rows["eager"]["seconds"][k] for k in keys
+                },
+                "cpu_ratio": {
+                    k: rows["sdpa"]["cpu"]["seconds"][k] / rows["eager"]["cpu"]["seconds"][k]
+                    for k in keys
+                },
             }
         )
     return {
@@ -220,12 +244,34 @@ def markdown_tables(result: dict) -> str:
                 )
             lines.append(f"| {row['batch']} × {row['length']} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines.append("**sdpa / eager** time, same weights (below 1: sdpa faster)")
+    impls = result["implementations"]
+    lines.append(
+        "**CPU time** of the same samples: full model ms (spread); speed-up (range) per fraction"
+    )
+    lines.append("")
+    lines.append(
+        "| batch × length | "
+        + " | ".join(f"{impl} full | " + " | ".join(f"{impl} {_pct(f)}" for f in fr[1:])
+                     for impl in impls)
+        + " |"
+    )  # fmt: skip
+    lines.append("|" + "---|" * (len(fr) * len(impls) + 1))
+    for i, row in enumerate(result["by_implementation"][impls[0]]["rows"]):
+        cells = []
+        for impl in impls:
+            c = result["by_implementation"][impl]["rows"][i]["cpu"]
+            cells.append(f"{c['seconds']['0.0'] * 1e3:.2f} ({c['spread']['0.0']:.0%})")
+            for f in fr[1:]:
+                lo, hi = c["speedup_range"][f]
+                cells.append(f"{c['speedup'][f]:.2f}× ({lo:.2f}–{hi:.2f})")
+        lines.append(f"| {row['batch']} × {row['length']} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("**sdpa / eager** time, same weights (below 1: sdpa faster): wall; CPU")
     lines.append("")
     lines.append("| batch × length | " + " | ".join(f"{_pct(f)} pruned" for f in fr) + " |")
     lines.append("|" + "---|" * (len(fr) + 1))
     for row in result["sdpa_over_eager"]:
-        cells = [f"{row['ratio'][f]:.2f}" for f in fr]
+        cells = [f"{row['ratio'][f]:.2f}; {row['cpu_ratio'][f]:.2f}" for f in fr]
         lines.append(f"| {row['batch']} × {row['length']} | " + " | ".join(cells) + " |")
     params = result["by_implementation"][result["implementations"][0]]["parameters"]
     lines.append("")
