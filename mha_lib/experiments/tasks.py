@@ -144,6 +144,27 @@ class KeyValueRecall:
         )  # (B, N + Q)
         return inputs, targets
 
+    def answer_positions(self, inputs: torch.Tensor) -> torch.Tensor:
+        """For each position of ``inputs`` ``(B, T)``, the context positions of the keys its
+        query names, ``(B, T, keys_per_query)`` in the query's order; -1 at context positions.
+
+        These are the positions a head must attend to in order to read the answer.
+        """
+        n, nk, nv = self.num_pairs, self.num_keys, self.num_values
+        if inputs.dim() != 2 or inputs.shape[1] != self.seq_len:
+            raise ValueError(
+                f"inputs must have shape (B, {self.seq_len}), got {tuple(inputs.shape)}"
+            )
+        keys = inputs[:, :n] // nv  # (B, N), the key stored at each context position
+        tuples = torch.tensor(self.tuples, dtype=torch.long)  # (num_tuples, r)
+        named = tuples[inputs[:, n:] - nk * nv]  # (B, Q, r), keys named by each query
+        match = named.unsqueeze(-1) == keys[:, None, None, :]  # (B, Q, r, N)
+        if not bool(match.any(-1).all()):
+            raise ValueError("a query names a key that is not in its context")
+        found = match.long().argmax(-1)  # (B, Q, r)
+        none = torch.full((inputs.shape[0], n, self.keys_per_query), -1, dtype=torch.long)
+        return torch.cat([none, found], dim=1)  # (B, T, r)
+
     def _tuple_index(self) -> torch.Tensor:
         """Lookup from a tuple written in base ``num_keys`` to its query index."""
         index = torch.full((self.num_keys**self.keys_per_query,), -1, dtype=torch.long)

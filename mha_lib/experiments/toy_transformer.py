@@ -17,6 +17,74 @@ from mha_lib.core.heads import split_heads
 from mha_lib.core.multihead import MultiHeadAttention
 
 READOUTS = ("token", "mean")
+PROJECTIONS = ("q", "k", "v")
+
+
+def scale_attention_(
+    attention: MultiHeadAttention,
+    scale: float,
+    projections: tuple[str, ...] = PROJECTIONS,
+    heads: tuple[int, ...] | None = None,
+) -> None:
+    """Multiply the weights of some projections of some heads of ``attention``, in place.
+
+    ``projections`` names any of ``"q"``, ``"k"``, ``"v"`` (the query, key and value
+    projections); ``heads`` lists heads by index (``None``: all of them). Head ``h`` owns
+    the output features ``h·d_head … (h+1)·d_head − 1`` of each projection, i.e. those
+    rows of its weight (:func:`mha_lib.core.heads.split_heads`), so scaling them changes
+    that head alone. Biases are left alone. ``scale`` may be 0: with ``W_q = W_k = 0``
+    (and zero biases) every score is 0, the attention is uniform and the gradient of
+    each of the two, which is proportional to the other, is exactly 0, so training
+    keeps them at 0 — a model that cannot attend by content.
+    """
+    if not isinstance(attention, MultiHeadAttention):
+        raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, int | float)
+        or not math.isfinite(scale)
+        or scale < 0
+    ):
+        raise ValueError(f"scale must be a finite number >= 0, got {scale!r}")
+    chosen = _check_projections(projections)
+    rows = _head_rows(heads, attention.num_heads, attention.d_head)
+    with torch.no_grad():
+        for name in chosen:
+            weight = getattr(attention, f"{name}_proj").weight  # (D_out, D_in)
+            if rows is None:
+                weight.mul_(scale)
+            else:
+                weight[rows] *= scale
+
+
+def _check_projections(projections: object) -> tuple[str, ...]:
+    if isinstance(projections, str) or not isinstance(projections, tuple | list):
+        raise TypeError(f"projections must be a tuple of names, got {projections!r}")
+    if not projections or len(set(projections)) != len(projections):
+        raise ValueError(f"projections must be distinct and not empty, got {projections!r}")
+    unknown = [p for p in projections if p not in PROJECTIONS]
+    if unknown:
+        raise ValueError(f"projections must be among {PROJECTIONS}, got {unknown}")
+    return tuple(projections)
+
+
+def _head_rows(heads: object, num_heads: int, d_head: int) -> torch.Tensor | None:
+    """The weight rows owned by ``heads`` (``None`` for every head)."""
+    if heads is None:
+        return None
+    if isinstance(heads, str) or not isinstance(heads, tuple | list):
+        raise TypeError(f"heads must be a tuple of head indices or None, got {heads!r}")
+    if (
+        not heads
+        or len(set(heads)) != len(heads)
+        or any(
+            isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < num_heads for h in heads
+        )
+    ):
+        raise ValueError(
+            f"heads must be distinct indices in [0, {num_heads}) and not empty, got {heads!r}"
+        )
+    return torch.cat([torch.arange(h * d_head, (h + 1) * d_head) for h in heads])
 
 
 class Block(nn.Module):
@@ -48,7 +116,9 @@ class ToyTransformer(nn.Module):
     logits; tasks mark the positions without an answer with ``-100``);
     ``readout="mean"`` mean-pools the positions first (``(B, num_classes)``).
     ``init_scale`` multiplies the attention projections' Xavier weights after
-    initialisation (1.0 leaves them alone; chapter 7 studies larger values).
+    initialisation (1.0 leaves them alone; chapter 7 studies larger values):
+    by default the query, key and value weights of every head; ``init_projections``
+    and ``init_heads`` restrict it to some of them (:func:`scale_attention_`).
     """
 
     def __init__(
@@ -63,6 +133,8 @@ class ToyTransformer(nn.Module):
         mlp_ratio: int = 4,
         readout: str = "token",
         init_scale: float = 1.0,
+        init_projections: tuple[str, ...] = PROJECTIONS,
+        init_heads: tuple[int, ...] | None = None,
     ) -> None:
         super().__init__()
         for name, value in (
@@ -82,6 +154,9 @@ class ToyTransformer(nn.Module):
             init_scale <= 0
         ):
             raise ValueError(f"init_scale must be a positive finite number, got {init_scale!r}")
+        _check_projections(init_projections)
+        if d_model % num_heads == 0:
+            _head_rows(init_heads, num_heads, d_model // num_heads)
         self.vocab_size = vocab_size
         self.max_len = max_len
         self.readout = readout
@@ -91,10 +166,15 @@ class ToyTransformer(nn.Module):
         self.ln_out = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, num_classes)
         if init_scale != 1.0:
-            with torch.no_grad():
+            if tuple(init_projections) == PROJECTIONS and init_heads is None:
+                # The original path, kept as it was: committed results were made with it.
+                with torch.no_grad():
+                    for block in self.blocks:
+                        for proj in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj):
+                            proj.weight.mul_(init_scale)
+            else:
                 for block in self.blocks:
-                    for proj in (block.attn.q_proj, block.attn.k_proj, block.attn.v_proj):
-                        proj.weight.mul_(init_scale)
+                    scale_attention_(block.attn, init_scale, init_projections, init_heads)
 
     @property
     def attentions(self) -> list[MultiHeadAttention]:

@@ -20,6 +20,8 @@ from torch import nn
 from tqdm import tqdm
 
 from mha_lib.analysis.cost import parameter_count
+from mha_lib.core.multihead import MultiHeadAttention
+from mha_lib.experiments.head_health import diagnose_heads, qk_gradient_norms
 from mha_lib.experiments.tasks import IGNORE, KeyValueRecall, Lookback
 from mha_lib.experiments.toy_transformer import ToyTransformer
 
@@ -28,9 +30,34 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 EVAL_SEED_OFFSET = 1_000_003
 
 
+# Fields added after results were committed: ``to_dict`` leaves them out while they keep their
+# default, so the records of older runs (which lack them) still compare equal to new ones.
+_LATER_FIELDS = (
+    "init_projections",
+    "init_heads",
+    "optimizer",
+    "momentum",
+    "projection_optimizer",
+    "projection_lr",
+    "clip_grad_norm",
+)
+OPTIMIZERS = ("adamw", "sgd")
+
+
 @dataclass(frozen=True)
 class Config:
-    """Everything that defines one training run except the seed."""
+    """Everything that defines one training run except the seed.
+
+    ``init_scale`` multiplies the Xavier weights of the attention projections named in
+    ``init_projections`` for the heads in ``init_heads`` (``None``: every head;
+    `mha_lib.experiments.toy_transformer.scale_attention_`). ``optimizer`` is ``"adamw"``
+    (the default) or ``"sgd"`` (with ``momentum``); both use ``lr``, ``weight_decay`` and the
+    same schedule. ``projection_optimizer`` and ``projection_lr``, when set, give the weights
+    of the projections named in ``init_projections`` (in every layer and for every head, not
+    their biases) their own optimizer and learning rate; the rest of the model keeps
+    ``optimizer`` and ``lr``. ``clip_grad_norm`` clips the gradient of all parameters to that total
+    norm before each step (``None``: no clipping).
+    """
 
     task: str = "pair_recall"
     task_args: dict[str, int] = field(default_factory=dict)
@@ -46,9 +73,49 @@ class Config:
     warmup: int = 50
     eval_every: int = 100
     eval_size: int = 512
+    init_projections: tuple[str, ...] = ("q", "k", "v")
+    init_heads: tuple[int, ...] | None = None
+    optimizer: str = "adamw"
+    momentum: float = 0.9
+    projection_optimizer: str | None = None
+    projection_lr: float | None = None
+    clip_grad_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        # JSON gives lists back; keep tuples so that a reloaded config compares equal.
+        object.__setattr__(self, "init_projections", tuple(self.init_projections))
+        if self.init_heads is not None:
+            object.__setattr__(self, "init_heads", tuple(self.init_heads))
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.projection_optimizer not in (None, *OPTIMIZERS):
+            raise ValueError(
+                f"projection_optimizer must be None or one of {OPTIMIZERS}, "
+                f"got {self.projection_optimizer!r}"
+            )
+        for name in ("lr", "projection_lr"):
+            value = getattr(self, name)
+            if value is not None and not (
+                isinstance(value, int | float) and math.isfinite(value) and value > 0
+            ):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        clip = self.clip_grad_norm
+        if clip is not None and not (
+            isinstance(clip, int | float) and math.isfinite(clip) and clip > 0
+        ):
+            raise ValueError(f"clip_grad_norm must be a positive number or None, got {clip!r}")
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        data = asdict(self)
+        defaults = Config.__dataclass_fields__
+        for name in _LATER_FIELDS:
+            if data[name] == defaults[name].default:
+                del data[name]
+            elif isinstance(data[name], tuple):
+                data[name] = list(data[name])
+        return data
 
 
 @dataclass
@@ -60,9 +127,14 @@ class TrainResult:
     eval_accuracy: list[float]
     final_accuracy: float
     num_parameters: int
+    # Filled by ``train(..., record_every=...)``; see :func:`train`.
+    trace: dict[str, list] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        data = asdict(self)
+        if data["trace"] is None:
+            del data["trace"]  # as the records made before traces existed
+        return data
 
 
 def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall:
@@ -92,6 +164,8 @@ def build_model(config: Config, task: Lookback | KeyValueRecall, seed: int) -> T
             num_layers=config.num_layers,
             mlp_ratio=config.mlp_ratio,
             init_scale=config.init_scale,
+            init_projections=config.init_projections,
+            init_heads=config.init_heads,
         )
 
 
@@ -121,8 +195,11 @@ def train(
     seed: int,
     *,
     progress: bool | None = None,
+    record_every: int | None = None,
+    probe: tuple[torch.Tensor, ...] | None = None,
 ) -> TrainResult:
-    """Train ``model`` with AdamW on fresh batches of ``task``; record a learning curve.
+    """Train ``model`` with AdamW (or ``config.optimizer``) on fresh batches of ``task``;
+    record a learning curve.
 
     Batches are drawn from a generator seeded with ``seed``; the held-out
     set (``config.eval_size`` sequences) from one seeded with
@@ -132,6 +209,16 @@ def train(
     on another CPU the last bits differ, and a long run can amplify them.
     ``progress=None`` shows a tqdm bar unless ``TQDM_DISABLE`` is set now (the
     book's ``setup()`` sets it; tqdm itself only reads it at import).
+
+    ``record_every`` fills ``TrainResult.trace`` without changing the run (recording
+    reads the gradients, it does not touch the weights, the optimizer or the data):
+
+    - per step, on the training batch and before any clipping: ``train_loss``,
+      ``grad_norm`` (total norm of every parameter's gradient), and per layer and head
+      ``qk_grad`` and ``qk_relative_grad`` (:func:`~.head_health.qk_gradient_norms`);
+    - at step 0, every ``record_every`` steps and at the last step, on the fixed batch
+      ``probe`` = ``(inputs, targets[, answers])``: ``probe_steps`` and ``probe``, one
+      :func:`~.head_health.diagnose_heads` report (``detail=True``) each.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
@@ -141,39 +228,121 @@ def train(
         )
     if progress is None:
         progress = os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
+    if record_every is not None:
+        if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
+            raise ValueError(f"record_every must be a positive int or None, got {record_every!r}")
+        if probe is None or len(probe) not in (2, 3):
+            raise ValueError("record_every needs probe = (inputs, targets[, answers])")
     data = torch.Generator().manual_seed(seed)
     eval_inputs, eval_targets = task.sample(
         config.eval_size, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET)
     )
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: _lr_factor(step, config.warmup, config.steps)
-    )
+    optimizers = _optimizers(model, config)
+    schedulers = [
+        torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: _lr_factor(step, config.warmup, config.steps)
+        )
+        for optimizer in optimizers
+    ]
+    trace = None if record_every is None else _Trace(model, probe)
     loss0, acc0 = evaluate(model, eval_inputs, eval_targets)
     steps, losses, accuracies = [0], [loss0], [acc0]
+    if trace is not None:
+        trace.diagnose(0)
     model.train()
     for step in tqdm(range(1, config.steps + 1), disable=not progress, desc=task.name):
         inputs, targets = task.sample(config.batch_size, data)  # (B, T), (B, T)
         logits, _ = model(inputs)  # (B, T, C)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
-        optimizer.zero_grad(set_to_none=True)
+        for optimizer in optimizers:
+            optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
-        scheduler.step()
+        if trace is not None:
+            trace.step(loss)
+        if config.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad_norm)
+        for optimizer, scheduler in zip(optimizers, schedulers, strict=True):
+            optimizer.step()
+            scheduler.step()
         if step % config.eval_every == 0 or step == config.steps:
             eval_loss, eval_acc = evaluate(model, eval_inputs, eval_targets)
             steps.append(step)
             losses.append(eval_loss)
             accuracies.append(eval_acc)
+        if trace is not None and (step % record_every == 0 or step == config.steps):
+            trace.diagnose(step)
     return TrainResult(
         steps=steps,
         eval_loss=losses,
         eval_accuracy=accuracies,
         final_accuracy=accuracies[-1],
         num_parameters=parameter_count(model),
+        trace=None if trace is None else trace.data,
     )
+
+
+def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]:
+    """One optimizer for the whole model, or two when the projections of ``init_projections``
+    have their own (``projection_optimizer`` / ``projection_lr``)."""
+
+    def make(kind: str, params: list, lr: float) -> torch.optim.Optimizer:
+        if kind == "sgd":
+            return torch.optim.SGD(
+                params, lr=lr, momentum=config.momentum, weight_decay=config.weight_decay
+            )
+        return torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay)
+
+    if config.projection_optimizer is None and config.projection_lr is None:
+        return [make(config.optimizer, model.parameters(), config.lr)]
+    chosen = {
+        id(getattr(attention, f"{name}_proj").weight)
+        for attention in model.modules()
+        if isinstance(attention, MultiHeadAttention)
+        for name in config.init_projections
+    }
+    projections = [p for p in model.parameters() if id(p) in chosen]
+    rest = [p for p in model.parameters() if id(p) not in chosen]
+    kind = config.projection_optimizer or config.optimizer
+    lr = config.lr if config.projection_lr is None else config.projection_lr
+    return [make(config.optimizer, rest, config.lr), make(kind, projections, lr)]
+
+
+class _Trace:
+    """What :func:`train` records with ``record_every`` (the gradients are only read)."""
+
+    def __init__(self, model: ToyTransformer, probe: tuple[torch.Tensor, ...]) -> None:
+        self.model, self.probe = model, probe
+        self.attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+        self.data: dict[str, list] = {
+            key: []
+            for key in (
+                "train_loss",
+                "grad_norm",
+                "qk_grad",
+                "qk_relative_grad",
+                "probe_steps",
+                "probe",
+            )
+        }
+
+    @torch.no_grad()
+    def step(self, loss: torch.Tensor) -> None:
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+        self.data["train_loss"].append(loss.item())
+        self.data["grad_norm"].append(total.item())
+        self.data["qk_grad"].append([qk_gradient_norms(a).tolist() for a in self.attentions])
+        self.data["qk_relative_grad"].append(
+            [qk_gradient_norms(a, relative=True).tolist() for a in self.attentions]
+        )
+
+    def diagnose(self, step: int) -> None:
+        inputs, targets, *answers = self.probe
+        report = diagnose_heads(
+            self.model, inputs, targets, answers=answers[0] if answers else None, detail=True
+        )
+        self.data["probe_steps"].append(step)
+        self.data["probe"].append(report)
 
 
 def run_experiment(
