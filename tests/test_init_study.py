@@ -142,6 +142,8 @@ def test_bad_init_options_raise():
         Config(momentum=1.0)
     with pytest.raises(ValueError, match="clip_grad_norm"):
         Config(clip_grad_norm=0.0)
+    with pytest.raises(ValueError, match="projection_weight_decay"):
+        Config(projection_weight_decay=-1.0)
 
 
 # --- Config: new fields stay out of old records
@@ -149,7 +151,8 @@ def test_bad_init_options_raise():
 
 def test_config_records_of_older_runs_still_compare_equal():
     old = json.loads(json.dumps(Config(task="pair_recall", steps=20).to_dict()))
-    for name in ("init_projections", "init_heads", "optimizer", "momentum", "clip_grad_norm"):
+    for name in ("init_projections", "init_heads", "optimizer", "momentum", "projection_lr",
+                 "projection_optimizer", "projection_weight_decay", "clip_grad_norm"):  # fmt: skip
         assert name not in old
     assert Config(**old).to_dict() == old
     new = Config(init_projections=("v",), init_heads=(0,), optimizer="sgd", clip_grad_norm=1.0)
@@ -360,10 +363,11 @@ def test_mode_accuracy_on_hand_made_batch_and_on_a_large_sample():
 def test_projection_optimizer_steps_only_the_named_projections_by_sgd():
     """One step: W_q, W_k follow SGD (lr · warm-up · gradient); every other weight AdamW,
     whose first step is lr · warm-up · g / (|g| + eps) plus its decoupled decay."""
-    lr, sgd_lr, warmup, decay = 0.01, 0.5, 4, 0.1
+    lr, sgd_lr, warmup, decay, sgd_decay = 0.01, 0.5, 4, 0.1, 0.3
     config = Config(**{**SMALL.to_dict(), "init_projections": ("q", "k"), "steps": 1,
                        "projection_optimizer": "sgd", "projection_lr": sgd_lr, "lr": lr,
-                       "warmup": warmup, "weight_decay": decay})  # fmt: skip
+                       "warmup": warmup, "weight_decay": decay,
+                       "projection_weight_decay": sgd_decay})  # fmt: skip
     reference, _ = first_batch_gradient(config, seed=4)
     trained = build_model(config, TASK, seed=4)
     train(trained, TASK, config, 4, progress=False)
@@ -372,7 +376,7 @@ def test_projection_optimizer_steps_only_the_named_projections_by_sgd():
                                      strict=True):  # fmt: skip
         w, g = before.detach(), before.grad
         if name in sgd_names:  # coupled L2: the decay enters the gradient
-            expected = w - sgd_lr / warmup * (g + decay * w)
+            expected = w - sgd_lr / warmup * (g + sgd_decay * w)
         else:
             step = lr / warmup
             expected = w * (1 - step * decay) - step * g / (g.abs() + 1e-8)

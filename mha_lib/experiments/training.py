@@ -39,6 +39,7 @@ _LATER_FIELDS = (
     "momentum",
     "projection_optimizer",
     "projection_lr",
+    "projection_weight_decay",
     "clip_grad_norm",
 )
 OPTIMIZERS = ("adamw", "sgd")
@@ -52,11 +53,12 @@ class Config:
     ``init_projections`` for the heads in ``init_heads`` (``None``: every head;
     `mha_lib.experiments.toy_transformer.scale_attention_`). ``optimizer`` is ``"adamw"``
     (the default) or ``"sgd"`` (with ``momentum``); both use ``lr``, ``weight_decay`` and the
-    same schedule. ``projection_optimizer`` and ``projection_lr``, when set, give the weights
-    of the projections named in ``init_projections`` (in every layer and for every head, not
-    their biases) their own optimizer and learning rate; the rest of the model keeps
-    ``optimizer`` and ``lr``. ``clip_grad_norm`` clips the gradient of all parameters to that total
-    norm before each step (``None``: no clipping).
+    same schedule. ``projection_optimizer``, ``projection_lr`` and ``projection_weight_decay``,
+    when set, give the weights of the projections named in ``init_projections`` (in every
+    layer and for every head, not their biases) their own optimizer, learning rate and weight
+    decay; the rest of the model keeps ``optimizer``, ``lr`` and ``weight_decay``.
+    ``clip_grad_norm`` clips the gradient of all parameters to that total norm before each
+    step (``None``: no clipping).
     """
 
     task: str = "pair_recall"
@@ -79,6 +81,7 @@ class Config:
     momentum: float = 0.9
     projection_optimizer: str | None = None
     projection_lr: float | None = None
+    projection_weight_decay: float | None = None
     clip_grad_norm: float | None = None
 
     def __post_init__(self) -> None:
@@ -93,6 +96,9 @@ class Config:
                 f"projection_optimizer must be None or one of {OPTIMIZERS}, "
                 f"got {self.projection_optimizer!r}"
             )
+        decay = self.projection_weight_decay
+        if decay is not None and not (isinstance(decay, int | float) and decay >= 0):
+            raise ValueError(f"projection_weight_decay must be >= 0 or None, got {decay!r}")
         for name in ("lr", "projection_lr"):
             value = getattr(self, name)
             if value is not None and not (
@@ -285,15 +291,14 @@ def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]
     """One optimizer for the whole model, or two when the projections of ``init_projections``
     have their own (``projection_optimizer`` / ``projection_lr``)."""
 
-    def make(kind: str, params: list, lr: float) -> torch.optim.Optimizer:
+    def make(kind: str, params: list, lr: float, decay: float) -> torch.optim.Optimizer:
         if kind == "sgd":
-            return torch.optim.SGD(
-                params, lr=lr, momentum=config.momentum, weight_decay=config.weight_decay
-            )
-        return torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay)
+            return torch.optim.SGD(params, lr=lr, momentum=config.momentum, weight_decay=decay)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=decay)
 
-    if config.projection_optimizer is None and config.projection_lr is None:
-        return [make(config.optimizer, model.parameters(), config.lr)]
+    own = (config.projection_optimizer, config.projection_lr, config.projection_weight_decay)
+    if all(value is None for value in own):
+        return [make(config.optimizer, model.parameters(), config.lr, config.weight_decay)]
     chosen = {
         id(getattr(attention, f"{name}_proj").weight)
         for attention in model.modules()
@@ -304,7 +309,13 @@ def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]
     rest = [p for p in model.parameters() if id(p) not in chosen]
     kind = config.projection_optimizer or config.optimizer
     lr = config.lr if config.projection_lr is None else config.projection_lr
-    return [make(config.optimizer, rest, config.lr), make(kind, projections, lr)]
+    decay = config.weight_decay
+    if config.projection_weight_decay is not None:
+        decay = config.projection_weight_decay
+    return [
+        make(config.optimizer, rest, config.lr, config.weight_decay),
+        make(kind, projections, lr, decay),
+    ]
 
 
 class _Trace:
