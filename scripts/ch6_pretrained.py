@@ -94,10 +94,12 @@ def resampled_scoring(s: Setup, seed: int) -> list:
     )
 
 
-def masked_loss(s: Setup, layer: int, head: int) -> float:
-    """Mean scoring loss with one head masked (one entry of the ablation effects)."""
+def masked_loss(s: Setup, layer: int | None = None, head: int | None = None) -> float:
+    """Mean scoring loss over the items, with one head masked if given (the quantity whose
+    change `pruning.ablation_effects` reports)."""
     mask = s.heads.ones()
-    mask[layer, head] = 0.0
+    if layer is not None:
+        mask[layer, head] = 0.0
     with s.heads.masked(mask), torch.inference_mode():
         losses = [s.heads.loss_fn(s.model, b).double().cpu() for b in s.score]
     return float(torch.cat(losses).mean())
@@ -147,7 +149,8 @@ def live_checks(s: Setup, committed: dict, importance: torch.Tensor) -> list[Che
         Check("importance of every head", importance.flatten().tolist(),
               torch.tensor(committed["importance"]["scores"]).flatten().tolist(), TOLERANCE),
         Check(f"ablation of layer {layer}, head {head} (nats)",
-              masked_loss(s, layer, head) - base_loss, float(ablation[layer, head]), TOLERANCE),
+              masked_loss(s, layer, head) - masked_loss(s), float(ablation[layer, head]),
+              TOLERANCE),
         Check("first pruning step: heads removed that differ", len(removed ^ set(first)), 0, 0),
         Check("first pruning step: accuracy", step.metric(s.evaluation), curve["metric"][1],
               item),
