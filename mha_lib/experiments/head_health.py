@@ -2,8 +2,10 @@
 
 A head can fail in two opposite ways. It can *collapse*: scores so large that
 each query puts all its weight on one key, a saturated softmax that passes
-almost no gradient back to the head's queries and keys (chapter 2). Or it can
-stay *uniform*: it spreads its weight evenly and ignores the content.
+almost no gradient back to the head's scores (chapter 2) — though not less to its
+query and key weights, when it is their size that made the scores large (chapter 7
+measures both). Or it can stay *uniform*: it spreads its weight evenly and ignores
+the content.
 """
 
 from __future__ import annotations
