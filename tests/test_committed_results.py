@@ -117,10 +117,16 @@ def test_ch7_live_checks_refuse_another_configuration(ch7):
 def test_ch6_pretrained_sample_reproduces():
     ch6 = script("ch6_pretrained")
     committed = load_results(RESULTS / "ch6_pretrained.json")
+    from mha_lib.analysis import sense_eval
+
     with torch.random.fork_rng():
-        heads, score, evaluation, reference = ch6.setup()
-        importance = ch6.pruning.head_importance(heads, score)
-        checks = ch6.live_checks(heads, score, evaluation, reference, committed, importance)
+        s = ch6.setup(probe=committed["probe"])
+        refit = sense_eval.fit_probe(
+            s.model, sense_eval.make_batches(s.tokenizer, s.probe_items), C=ch6.PROBE_C
+        )
+        refit_accuracy = sense_eval.sense_accuracy(s.model, s.evaluation, refit)
+        importance = ch6.pruning.head_importance(s.heads, s.score)
+        checks = ch6.live_checks(s, committed, importance, refit_accuracy)
     verify(checks)
     for check in checks:
         if check.tolerance < 0.005 and check.committed != 0:
@@ -129,11 +135,42 @@ def test_ch6_pretrained_sample_reproduces():
         verify([perturbed(c) if "ablation" in c.what else c for c in checks])
 
 
+@pytest.mark.reproduction
+def test_ch6_toy_seed_reproduces():
+    toy = script("ch6_toy")
+    from mha_lib import pruning
+    from mha_lib.experiments.training import run_experiment, toy_accuracy, toy_loss
+
+    committed = load_results(RESULTS / "ch6_toy.json")["runs"][0]
+    score, evaluation = toy.data()
+    with torch.random.fork_rng():
+        model, _ = run_experiment(toy.CONFIG, committed["seed"], progress=False)
+    heads = pruning.MHAHeads(model.eval(), toy_loss, toy_accuracy)
+    live = {
+        "seed": committed["seed"],
+        "accuracy": heads.metric(evaluation),
+        "importance": pruning.head_importance(heads, score).tolist(),
+        "curves": [pruning.pruning_curve(heads, score, step=1, eval_batches=evaluation).to_dict()],
+    }
+    checks = verify(toy.live_checks(live, committed))
+    importance = next(c for c in checks if "importance" in c.what)
+    assert not perturbed(importance).holds
+
+
+def test_ch6_toy_file_covers_every_seed():
+    toy = script("ch6_toy")
+    runs = load_results(RESULTS / "ch6_toy.json")["runs"]
+    assert [r["seed"] for r in runs] == list(toy.SEEDS)
+    assert all(r["config"] == toy.CONFIG.to_dict() for r in runs)
+    rules = [c["rule"] for c in runs[0]["curves"]]
+    assert rules == ["importance", "reverse"] + ["random"] * len(toy.RANDOM_SEEDS)
+
+
 # One committed number per chapter that reads results, changed by 1 % (a path into the JSON).
 # The build stops at the first failing chapter, so each chapter gets its own build.
 PERTURBED = {
     "04_high_dimensional": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
-    "06_pruning_heads": ("ch6_pretrained.json", "importance", "per_example", 2, 3),
+    "06_pruning_heads": ("ch6_pretrained.json", "importance", "scores", 2, 3),
     # The Xavier run of seed 0, which the chapter re-trains: head 0's relative q/k gradient
     # at initialisation (probe step 0).
     "07_engineering_tradeoffs": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
