@@ -6,7 +6,7 @@ Every number a reader sees must come from execution. Four places where one slips
   glue roles. Allowed: references ("chapter 4", "claim 9", "Table 3", "layers 2 and 3" as
   names, a table's row number, a numbered list's item numbers, a link named by a chapter
   number), years, the constants 0 and
-  1, and the source article's words in quotation marks;
+  1, and the source article's words in quotation marks (or its own 「」);
 * **alt text**: digits in the literal parts of a figure's ``alt=`` (an f-string's
   replacement fields are measured, the rest is typed);
 * **model shapes**: ``divmod(…, 12)``-style integer literals standing for a model's size;
@@ -29,7 +29,7 @@ _REFERENCE = (
 _REFERENCE_LIST = re.compile(
     rf"\b{_REFERENCE}\s+\d+(?:(?:\s*,\s*|\s+and\s+|\s+or\s+|\s*[–-]\s*)\d+)*", re.IGNORECASE
 )
-_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”]*”|‘[^’]*’")
+_QUOTED = re.compile(r"「[^」]*」|\"[^\"\n]*\"|“[^”]*”|‘[^’]*’")  # 「」: the article, quoted
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)")  # "64." ends a sentence
 
 
