@@ -16,6 +16,7 @@ from mha_lib.analysis.geometry import (
     random_attention,
     random_cosines,
     random_scaled_dots,
+    random_self_weight,
 )
 from mha_lib.analysis.softmax_stats import entropy
 
@@ -139,3 +140,18 @@ def test_bad_arguments_raise():
         cosine_pdf(torch.zeros(3), 1)
     with pytest.raises(TypeError, match="weights"):
         entropy(torch.ones(3, dtype=torch.long))
+
+
+def test_random_self_weight_untied_is_near_uniform_and_tied_is_the_planted_closed_form():
+    from mha_lib.experiments.planted_match import right_weight_approx
+
+    gen = torch.Generator().manual_seed(0)
+    untied = random_self_weight(128, 4, 16, 400, gen, tied=False)  # (H,)
+    assert untied.shape == (4,)
+    assert (untied - 1 / 16).abs().max() < 0.02
+    tied = random_self_weight(128, 4, 16, 400, gen, tied=True)
+    # Tied weights are a planted match with every one of the d_head features matched.
+    assert (tied - right_weight_approx(32, 32, 16)).abs().max() < 0.03
+    assert tied.min() > 10 / 16  # most of the weight on the token itself
+    with pytest.raises(ValueError):
+        random_self_weight(10, 3, 4, 2, gen, tied=True)

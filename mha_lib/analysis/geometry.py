@@ -163,3 +163,39 @@ def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> d
         "diagonal": diag.mean((0, 2)).tolist(),
         "diagonal_of_mean": mean_map_diag.mean().item(),
     }
+
+
+def random_self_weight(
+    d_model: int,
+    num_heads: int,
+    num_tokens: int,
+    num_sequences: int,
+    generator: torch.Generator,
+    *,
+    tied: bool,
+) -> torch.Tensor:
+    """Mean weight each head puts on the token itself, ``(H,)``, for random tokens and weights.
+
+    Tokens are standard Gaussian in ``d_model`` dimensions; ``W_q`` and ``W_k`` are Gaussian
+    with variance ``1/d_model`` (the Xavier scale), drawn independently or, with
+    ``tied=True``, equal. A token's self-score ``x·W_qᵀW_k x`` has mean
+    ``tr(W_qᵀW_k)``, about 0 for independent weights, so nothing singles the token out;
+    tied weights make it ``|W x|² ≥ 0``, about ``d_head`` before the ``1/√d_head`` scaling.
+    """
+    check_positive_int("d_model", d_model)
+    check_positive_int("num_heads", num_heads)
+    check_positive_int("num_tokens", num_tokens)
+    check_positive_int("num_sequences", num_sequences)
+    _check_generator(generator)
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    d_head = d_model // num_heads
+    std = 1.0 / math.sqrt(d_model)
+    w_q = std * torch.randn(d_model, d_model, generator=generator)  # (D_out, D_in)
+    w_k = w_q if tied else std * torch.randn(d_model, d_model, generator=generator)
+    x = torch.randn(num_sequences, num_tokens, d_model, generator=generator)  # (B, T, D)
+    shape = (num_sequences, num_tokens, num_heads, d_head)
+    q = (x @ w_q.T).view(shape).transpose(1, 2)  # (B, H, T, Dh)
+    k = (x @ w_k.T).view(shape).transpose(1, 2)  # (B, H, T, Dh)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), dim=-1)  # (B, H, T, T)
+    return diagonal_mass(weights).mean(0)  # (H,)
