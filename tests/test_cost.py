@@ -1,12 +1,20 @@
 """Closed-form costs in `mha_lib.analysis.cost` against what torch measures."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import MultiHeadAttention
-from mha_lib.analysis.cost import attention_map_bytes, mha_flops, mha_parameter_count
+from mha_lib.analysis.cost import (
+    attention_map_bytes,
+    elementwise_work,
+    mha_flops,
+    mha_parameter_count,
+    score_elements,
+)
 
 SHAPES = [  # (batch, q_len, k_len, d_model, num_heads)
     (1, 5, 5, 8, 1),
@@ -95,3 +103,38 @@ def test_bad_input_raises_value_error_naming_argument(call, name):
 def test_bad_dtype_raises_type_error():
     with pytest.raises(TypeError, match="dtype"):
         attention_map_bytes(1, 2, 4, dtype="float32")
+
+
+def _map_elements(records, batch, num_heads, q_len, k_len):
+    shape = (batch, num_heads, q_len, k_len)
+    return sum(math.prod(s) for _, s in records if s == shape)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_elementwise_work_on_the_scores_grows_with_heads_at_fixed_width(masked):
+    batch, length, d_model = 2, 7, 24
+    x = torch.randn(batch, length, d_model)
+    mask = torch.ones(length, length, dtype=torch.bool).tril() if masked else None
+    passes = set()
+    for h in (1, 2, 4, 8):
+        layer = MultiHeadAttention(d_model, h).eval()
+        records = elementwise_work(lambda layer=layer: layer(x, attn_mask=mask, need_weights=True))
+        elements = _map_elements(records, batch, h, length, length)
+        assert elements % score_elements(batch, h, length) == 0
+        passes.add(elements // score_elements(batch, h, length))
+    # Scale, (mask,) softmax and the guards for fully masked rows: the same passes for every h.
+    assert passes == {6 if masked else 5}
+
+
+def test_elementwise_work_skips_matrix_products_and_views():
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    assert elementwise_work(lambda: a @ b) == []
+    assert elementwise_work(lambda: a.t()[1:].unsqueeze(0).expand(2, -1, -1)) == []
+    assert elementwise_work(lambda: torch.softmax(a, -1)) == [("_softmax", (3, 4))]
+
+
+def test_score_elements_hand_case_and_bad_input():
+    assert score_elements(2, 3, 4, 5) == 2 * 3 * 4 * 5
+    assert score_elements(1, 2, 6) == 72
+    with pytest.raises(ValueError, match="num_heads"):
+        score_elements(1, 0, 4)

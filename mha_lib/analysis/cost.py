@@ -2,7 +2,10 @@
 
 The formulas make one point visible: at a fixed ``d_model`` the number of heads
 ``h`` appears in neither the parameter count nor the FLOPs, only in the size of
-the attention map (one ``Tq × Tk`` matrix per head). Tests check each formula
+the attention map (one ``Tq × Tk`` matrix per head) and in the work that scaling,
+masking and softmax do on it, which :func:`elementwise_work` counts (FLOP counters
+count matrix products only). At a fixed ``d_head`` the width is ``h · d_head`` and
+the same formulas grow with ``h``. Tests check each formula
 against a measurement (``numel`` and `torch.utils.flop_counter.FlopCounterMode`). The
 measured counterparts for any model — :func:`parameter_count`, :func:`forward_flops` and
 :func:`measure_latency` — say what pruning heads saves (chapter 6, ``bench/pruning.py``).
@@ -74,6 +77,63 @@ def attention_map_bytes(
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     return batch * num_heads * q_len * k_len * dtype.itemsize
+
+
+def score_elements(batch: int, num_heads: int, q_len: int, k_len: int | None = None) -> int:
+    """Entries of the score tensor ``(B, H, Tq, Tk)``: what each pass of scaling, masking or
+    softmax touches. At a fixed ``d_model`` the matrix FLOPs do not depend on ``h``; this does."""
+    k_len = q_len if k_len is None else k_len
+    for name, value in (("batch", batch), ("num_heads", num_heads), ("q_len", q_len)):
+        _check_positive(value, name)
+    _check_positive(k_len, "k_len")
+    return batch * num_heads * q_len * k_len
+
+
+def elementwise_work(fn: Callable[[], object]) -> list[tuple[str, tuple[int, ...]]]:
+    """Name and output shape of every operation of one call of ``fn`` that writes a new
+    tensor and is not a matrix product: the scaling, masking, softmax, bias and
+    normalisation work that `FlopCounterMode` leaves out.
+
+    Views (which write nothing) and matrix products are skipped. Summing
+    ``prod(shape)`` over the entries whose shape is an attention map's counts the
+    elements written per pass over the scores: it grows as ``B · h · Tq · Tk``.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    matmuls = {
+        torch.ops.aten.mm.default,
+        torch.ops.aten.bmm.default,
+        torch.ops.aten.addmm.default,
+        torch.ops.aten.baddbmm.default,
+    }
+    records: list[tuple[str, tuple[int, ...]]] = []
+
+    def storages(tree: object) -> set[int]:
+        found: set[int] = set()
+        for leaf in torch.utils._pytree.tree_leaves(tree):
+            if isinstance(leaf, torch.Tensor):
+                found.add(leaf.untyped_storage().data_ptr())
+        return found
+
+    class _Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            out = func(*args, **(kwargs or {}))
+            if func not in matmuls:
+                inputs = storages((args, kwargs))
+                for leaf in torch.utils._pytree.tree_leaves(out):
+                    if (
+                        isinstance(leaf, torch.Tensor)
+                        and leaf.numel()
+                        and leaf.untyped_storage().data_ptr() not in inputs
+                    ):
+                        records.append((func.overloadpacket.__name__, tuple(leaf.shape)))
+            return out
+
+    # no_grad, not inference_mode: under inference_mode composite ops such as linear reach
+    # the mode whole instead of as the matrix products they run.
+    with _Record(), torch.no_grad():
+        fn()
+    return records
 
 
 def _check_positive(value: int, name: str) -> None:
