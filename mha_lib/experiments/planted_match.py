@@ -160,7 +160,7 @@ def right_weights(weights: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return weights.gather(-1, index)[..., 0]  # (B, H)
 
 
-def train_planted(
+def fit_planted(
     d_model: int,
     num_heads: int,
     signal_dims: int,
@@ -172,8 +172,8 @@ def train_planted(
     eval_size: int = 1024,
     eval_every: int = 50,
     seed: int = 0,
-) -> dict[str, object]:
-    """Train :class:`PlantedHeads` so that every head finds the right key; return its record.
+) -> tuple[PlantedHeads, dict[str, object]]:
+    """Train :class:`PlantedHeads` so that every head finds the right key; the model, its record.
 
     The loss is the mean over heads of ``−log`` (weight on the right key), so each head is
     trained on its own to find the match (Adam, fresh batches). The record holds the
@@ -214,9 +214,16 @@ def train_planted(
     right, weights = evaluate()
     top1 = weights.argmax(-1) == held_out[2][:, None]  # (B, H)
     averaged = right_weights(weights.mean(1, keepdim=True), held_out[2])  # (B, 1)
-    return {
+    return model, {
         **record,
         "head_weight": right.mean(0).tolist(),
         "head_top1": top1.double().mean(0).tolist(),
         "averaged_weight": averaged.mean().item(),
     }
+
+
+def train_planted(
+    d_model: int, num_heads: int, signal_dims: int, **kwargs: int | float
+) -> dict[str, object]:
+    """The record of :func:`fit_planted` (same keyword arguments), without the model."""
+    return fit_planted(d_model, num_heads, signal_dims, **kwargs)[1]  # type: ignore[arg-type]
