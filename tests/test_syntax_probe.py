@@ -129,3 +129,27 @@ def test_self_is_excluded():
 def test_bad_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_arc_hits_average_to_head_accuracy_and_offsets_count_by_hand():
+    sentences = sp.generate(20, seed=2)
+    maps = [_oracle_maps(s) for s in sentences]
+    hits, relations, owners = sp.arc_hits(maps, sentences)
+    acc = sp.head_accuracy(maps, sentences)
+    assert hits.shape == (sum(len(s.arcs()) for s in sentences), 2, 3)
+    assert owners == sorted(owners) and set(owners) == set(range(len(sentences)))
+    for rel in set(relations):
+        rows = [i for i, r in enumerate(relations) if r == rel]
+        torch.testing.assert_close(hits[rows].float().mean(0), acc[rel])
+    hand = sp.Sentence(
+        words=("the", "dog", "slept", "under", "a", "table", "."),
+        heads=(1, 2, -1, 2, 5, 3, 2),
+        relations=("det", "nsubj", "root", "prep", "det", "pobj", "punct"),
+        template="hand",
+    )
+    # arcs in order: det +1, nsubj +1, prep −1, det +1, pobj −2, punct −4
+    offsets = sp.offset_hits([hand], [1, -1, -2, 3])
+    assert offsets[1].tolist() == [True, True, False, True, False, False]
+    assert offsets[-1].tolist() == [False, False, True, False, False, False]
+    assert offsets[-2].tolist() == [False, False, False, False, True, False]
+    assert not offsets[3].any()

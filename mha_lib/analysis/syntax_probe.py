@@ -245,6 +245,50 @@ def offset_baseline(sentences: Sequence[Sentence]) -> dict[str, tuple[int, float
     return best
 
 
+def arc_hits(
+    word_maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], *, specials: int = 1
+) -> tuple[torch.Tensor, list[str], list[int]]:
+    """Per arc, whether each head's most-attended other word is the arc's head word.
+
+    Returns ``(hits (A, L, H) bool, relation of each arc, sentence index of each arc)``,
+    so that arcs can be split and resampled by sentence (see :mod:`mha_lib.analysis.heldout`);
+    :func:`head_accuracy` is the mean of these hits per relation.
+    """
+    if len(word_maps) != len(sentences) or not sentences:
+        raise ValueError(
+            f"word_maps and sentences must be non-empty and equally long, "
+            f"got {len(word_maps)} and {len(sentences)}"
+        )
+    hits: list[torch.Tensor] = []
+    relations: list[str] = []
+    owners: list[int] = []
+    for i, (m, s) in enumerate(zip(word_maps, sentences, strict=True)):
+        check_floating(m, f"word_maps[{i}]")
+        n = len(s.words)
+        if m.dim() != 4 or m.shape[-1] != m.shape[-2] or m.shape[-1] != n + 2 * specials:
+            raise ValueError(
+                f"word_maps[{i}] must have shape (L, H, {n + 2 * specials}, {n + 2 * specials}) "
+                f"for {n} words and {specials} special token(s) at each end, got {tuple(m.shape)}"
+            )
+        inner = m[..., specials : specials + n, specials : specials + n]  # (L, H, W, W)
+        itself = torch.eye(n, dtype=torch.bool, device=inner.device)  # (W, W)
+        predicted = inner.masked_fill(itself, float("-inf")).argmax(-1)  # (L, H, W)
+        for dep, head, rel in s.arcs():
+            hits.append(predicted[..., dep] == head)  # (L, H)
+            relations.append(rel)
+            owners.append(i)
+    return torch.stack(hits), relations, owners
+
+
+def offset_hits(sentences: Sequence[Sentence], offsets: Sequence[int]) -> dict[int, torch.Tensor]:
+    """Per fixed offset, ``(A,)`` booleans over the arcs (order of :func:`arc_hits`): is the
+    head word exactly ``offset`` words from the dependent (head index − dependent index)?"""
+    if not sentences:
+        raise ValueError("sentences must not be empty")
+    gaps = torch.tensor([h - d for s in sentences for d, h, _ in s.arcs()])  # (A,)
+    return {int(o): gaps == int(o) for o in offsets}
+
+
 # Natural sentences written for this book (varied length, punctuation, subword splits),
 # for head statistics on text that is not template-shaped.
 NATURAL_SENTENCES = (
