@@ -120,3 +120,4 @@ def test_takeover_hand_case():
     assert out["own_after"] == pytest.approx((0.6 + 0.4) / 2)
     assert out["other_before"] == out["other_after"] == pytest.approx((0.7 + 0.6) / 2)
     assert out["removed_head_weight"] == pytest.approx(0.85)
+    assert takeover(full, removed, head=2) is None  # head 2 was nobody's best reader

@@ -201,25 +201,27 @@ def gradient_coupling(
     return {"ablation": ablation, "batch": relative(full, other)}
 
 
-def takeover(full: np.ndarray, removed: np.ndarray, head: int) -> dict[str, float]:
+def takeover(full: np.ndarray, removed: np.ndarray, head: int) -> dict[str, float] | None:
     """Where the keys of a removed head went: ``full`` and ``removed`` are one layer's
     :func:`named_key_weight` ``(H, K)`` in the full model and with ``head`` removed (same seed).
 
-    The removed head's keys are those it read most strongly of all heads in the full model.
-    For them and for the other keys, the best weight any *other* head puts on the key, in
-    the full model and without the head: if heads did not affect each other, both would
-    stay where they were.
+    The removed head's keys are those it read most strongly of all heads in the full model
+    (``None`` if there are none). For them and for the other keys, the best weight any
+    *other* head puts on the key, in the full model and without the head: if heads did not
+    affect each other, both would stay where they were.
     """
     if full.shape != removed.shape or full.ndim != 2:
         raise ValueError(
             f"full and removed must share a shape (H, K), got {full.shape}, {removed.shape}"
         )
     own = np.nanargmax(full, axis=0) == head  # (K,)
+    if not own.any():
+        return None
+    if own.all():
+        raise ValueError(f"head {head} is the strongest reader of every key: no other keys")
     others = [h for h in range(full.shape[0]) if h != head]
     before = full[others].max(0)  # (K,)
     after = removed[others].max(0)  # (K,)
-    if not own.any() or own.all():
-        raise ValueError(f"head {head} must be the strongest reader of some keys, not all")
     return {
         "own_keys": int(own.sum()),
         "own_before": float(before[own].mean()),
