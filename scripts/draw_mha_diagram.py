@@ -1,0 +1,194 @@
+"""Draw the multi-head attention layer as two SVGs (light and dark theme) for the book.
+
+    .venv/bin/python scripts/draw_mha_diagram.py          # writes book/figures/mha_layer_*.svg
+
+The picture is drawn by code so that it stays consistent with the text (one colour per head,
+the shapes of every tensor); `tests/test_diagram.py` checks that the committed files are what
+this script writes. Pages show the light file in the light theme and the dark file in the dark
+one (pydata-sphinx-theme's ``only-light``/``only-dark`` classes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+OUT = Path(__file__).resolve().parents[1] / "book" / "figures"
+WIDTH, HEIGHT = 980, 430
+THEMES = {  # per theme: text, secondary text, box fill, lines, and heads 1, 2 and h
+    "light": {
+        "ink": "#1f2328",
+        "muted": "#57606a",
+        "box": "#f6f8fa",
+        "line": "#57606a",
+        "heads": ("#3b528b", "#21918c", "#b8860b"),
+    },
+    "dark": {
+        "ink": "#e6edf3",
+        "muted": "#9da7b3",
+        "box": "#161b22",
+        "line": "#9da7b3",
+        "heads": ("#8fa8e8", "#3cc4bc", "#e3b341"),
+    },
+}
+_SUB = re.compile(r"_\{([^}]*)\}")
+
+
+def _markup(s: str) -> str:
+    """Escape text; ``_{i}`` becomes a subscript."""
+    return _SUB.sub(
+        lambda m: f'<tspan baseline-shift="sub" font-size="85%">{m.group(1)}</tspan>', escape(s)
+    )
+
+
+class Canvas:
+    """A few SVG primitives in one theme."""
+
+    def __init__(self, theme: dict) -> None:
+        self.t = theme
+        self.heads: tuple[str, str, str] = theme["heads"]
+        self.parts: list[str] = []
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        s: str,
+        size: int = 15,
+        anchor: str = "middle",
+        color: str | None = None,
+        weight: str = "normal",
+        italic: bool = False,
+    ) -> None:
+        style = ' font-style="italic"' if italic else ""
+        self.parts.append(
+            f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}" '
+            f'font-weight="{weight}" fill="{color or self.t["ink"]}"{style}>{_markup(s)}</text>'
+        )
+
+    def box(
+        self,
+        x: float,
+        y: float,
+        w: float,
+        h: float,
+        fill: str | None = None,
+        stroke: str | None = None,
+    ) -> None:
+        self.parts.append(
+            f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="5" '
+            f'fill="{fill or self.t["box"]}" stroke="{stroke or self.t["line"]}" '
+            'stroke-width="1.5"/>'
+        )
+
+    def striped(self, x: float, y: float, w: float, h: float) -> None:
+        """A T × d_model tensor whose features are cut into one slice per head."""
+        self.box(x, y, w, h)
+        slice_w = w / 4
+        for i, color in enumerate((self.heads[0], self.heads[1], None, self.heads[2])):
+            if color is None:
+                self.text(x + slice_w * (i + 0.5), y + h / 2 + 5, "…", 16, color=self.t["muted"])
+                continue
+            self.parts.append(
+                f'<rect x="{x + slice_w * i + 2}" y="{y + 2}" width="{slice_w - 4}" '
+                f'height="{h - 4}" rx="3" fill="{color}" fill-opacity="0.85"/>'
+            )
+
+    def arrow(self, x1: float, y1: float, x2: float, y2: float, color: str | None = None) -> None:
+        c = color or self.t["line"]
+        self.parts.append(
+            f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{c}" stroke-width="1.6" '
+            f'marker-end="url(#head-{c.lstrip("#")})"/>'
+        )
+
+    def svg(self) -> str:
+        colors = {self.t["line"], *self.heads}
+        markers = "".join(
+            f'<marker id="head-{c.lstrip("#")}" viewBox="0 0 10 10" refX="9" refY="5" '
+            f'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+            f'<path d="M0,0 L10,5 L0,10 z" fill="{c}"/></marker>'
+            for c in sorted(colors)
+        )
+        body = "\n".join(self.parts)
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+            f'width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, '
+            f'sans-serif" role="img">\n<defs>{markers}</defs>\n{body}\n</svg>\n'
+        )
+
+
+def draw(theme_name: str) -> str:
+    """The whole layer: input, projections, heads side by side, concatenation, output."""
+    c = Canvas(THEMES[theme_name])
+    muted = c.t["muted"]
+    # input: features not yet divided among heads
+    c.box(20, 185, 80, 60)
+    c.text(60, 220, "X", 18, weight="bold")
+    c.text(60, 173, "input", 15, weight="bold")
+    c.text(60, 267, "T × d_{model}", 14, color=muted)
+    # projections, each cut into one slice of columns per head
+    for row, name in enumerate(("Q = X W_{q}", "K = X W_{k}", "V = X W_{v}")):
+        y = 95 + row * 95
+        c.arrow(102, 215, 146, y + 25)
+        c.striped(150, y, 100, 50)
+        c.text(200, y - 11, name, 14)
+    c.parts.append(
+        f'<path d="M256,95 C266,95 262,120 268,120 L268,310 C262,310 266,335 256,335" '
+        f'fill="none" stroke="{c.t["line"]}" stroke-width="1.5"/>'
+    )
+    c.text(200, 395, "one projection each; their", 14, color=muted)
+    c.text(200, 413, "columns are cut into h slices", 14, color=muted)
+    # heads: slice i of Q, K and V goes to head i
+    h1, h2, hh = c.heads
+    lanes = (("head 1", h1, 60), ("head 2", h2, 170), ("head h", hh, 300))
+    for n, (label, color, y) in enumerate(lanes):
+        c.arrow(270, 215, 315, y + 31, color)
+        c.box(320, y, 310, 62, stroke=color)
+        c.text(332, y + 22, label, 14, anchor="start", color=color, weight="bold")
+        c.text(332, y + 46, "softmax(Q_{i} K_{i}ᵀ / √d_{head}) V_{i}", 14, anchor="start")
+        for r in range(4):  # a small T × T map: every query row spans every key
+            for k in range(4):
+                opacity = 0.25 + 0.6 * ((r * 3 + k * (n + 1)) % 4) / 3
+                c.parts.append(
+                    f'<rect x="{578 + k * 12}" y="{y + 8 + r * 12}" width="11" height="11" '
+                    f'fill="{color}" fill-opacity="{opacity:.2f}"/>'
+                )
+        c.arrow(632, y + 31, 676, 215, color)
+    c.text(475, 258, "⋮", 22, color=muted)
+    c.text(475, 30, "every head attends over all T tokens,", 14, color=muted, italic=True)
+    c.text(
+        475, 48, "each with its own d_{head} = d_{model} / h features", 14, color=muted, italic=True
+    )
+    c.text(475, 395, "h heads in parallel: h maps of T × T weights,", 14, color=muted)
+    c.text(475, 413, "each head's output T × d_{head}", 14, color=muted)
+    # concatenation, output projection, output
+    c.striped(680, 185, 80, 60)
+    c.text(720, 173, "concat", 15, weight="bold")
+    c.text(720, 267, "T × d_{model}", 14, color=muted)
+    c.arrow(762, 215, 786, 215)
+    c.box(790, 185, 64, 60)
+    c.text(822, 221, "W_{o}", 15, weight="bold")
+    c.text(822, 173, "mix", 15, weight="bold")
+    c.arrow(856, 215, 880, 215)
+    c.box(884, 185, 80, 60)
+    c.text(924, 220, "Y", 18, weight="bold")
+    c.text(924, 173, "output", 15, weight="bold")
+    c.text(924, 267, "T × d_{model}", 14, color=muted)
+    c.text(964, 395, "W_{o} mixes the heads: every", 14, anchor="end", color=muted)
+    c.text(964, 413, "output feature reads all of them", 14, anchor="end", color=muted)
+    return c.svg()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in THEMES:
+        (args.out / f"mha_layer_{name}.svg").write_text(draw(name))
+
+
+if __name__ == "__main__":
+    main()

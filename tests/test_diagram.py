@@ -1,0 +1,46 @@
+"""The committed layer diagram is what its script draws, in both themes, and says what it must."""
+
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+REPO = Path(__file__).resolve().parents[1]
+FIGURES = REPO / "book" / "figures"
+
+
+def test_committed_svgs_are_the_scripts_output(tmp_path):
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "draw_mha_diagram.py"), "--out", str(tmp_path)],
+        check=True,
+    )
+    for theme in ("light", "dark"):
+        drawn = (tmp_path / f"mha_layer_{theme}.svg").read_text()
+        committed = (FIGURES / f"mha_layer_{theme}.svg").read_text()
+        assert drawn == committed, f"rerun scripts/draw_mha_diagram.py ({theme} differs)"
+
+
+def test_the_diagram_names_every_stage_and_the_themes_differ():
+    texts = {}
+    for theme in ("light", "dark"):
+        root = ElementTree.parse(FIGURES / f"mha_layer_{theme}.svg").getroot()
+        texts[theme] = " ".join(
+            "".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")
+        )
+    for stage in (
+        "input",
+        "Q = X W",
+        "K = X W",
+        "V = X W",
+        "head 1",
+        "head h",
+        "softmax",
+        "concat",
+        "output",
+        "all T tokens",
+    ):
+        assert stage in texts["light"], f"the diagram lost {stage!r}"
+    assert texts["light"] == texts["dark"]
+    light = (FIGURES / "mha_layer_light.svg").read_text()
+    dark = (FIGURES / "mha_layer_dark.svg").read_text()
+    assert light != dark and "#e6edf3" in dark and "#1f2328" in light  # text colours per theme
