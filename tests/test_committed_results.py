@@ -67,6 +67,18 @@ def test_ch4_sweep_check_entry_reproduces(ch4):
 
 
 @pytest.mark.reproduction
+def test_ch4_planted_check_entry_reproduces():
+    planted = script("ch4_planted")
+    entry = load_results(RESULTS / "ch4_planted.json")["check"][0]
+    assert entry["config"] == planted.CHECK
+    checks = verify(planted.live_checks(planted.run_one(entry["config"]), entry))
+    # Weights on the right key are far enough from 0 that 1 % of them exceeds the tolerance.
+    assert len(checks) == 3
+    for check in checks:
+        assert not perturbed(check).holds, check.what
+
+
+@pytest.mark.reproduction
 def test_ch7_init_chaotic_run_reproduces_what_is_robust(ch7):
     runs = load_results(RESULTS / "ch7_init.json")["runs"]
     condition = ch7.Condition(scale=ch7.BIG)  # q/k of every head 16 times too large

@@ -8,6 +8,7 @@ import torch
 from mha_lib.experiments.planted_match import (
     PlantedHeads,
     fixed_head_weights,
+    oracle_top1,
     planted_batch,
     right_weight_approx,
     right_weights,
@@ -112,3 +113,11 @@ def test_training_finds_the_match_and_is_deterministic():
     assert first["averaged_weight"] == pytest.approx(sum(first["head_weight"]) / 2, abs=1e-6)
     noise = train_planted(16, 2, 0, **kwargs)  # nothing planted: nothing to find
     assert noise["right_weight"][-1] < 2 / 8
+
+
+def test_oracle_top1_grows_with_the_dimensions_read():
+    gen = torch.Generator().manual_seed(0)
+    rates = [oracle_top1(m, 32, 4000, gen) for m in (1, 8, 64)]
+    assert rates[0] < rates[1] < rates[2] == 1.0
+    # One matched coordinate: the right key scores s², the others s·n; by hand, well above 1/T.
+    assert 1 / 32 < rates[0] < 0.5

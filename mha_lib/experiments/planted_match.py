@@ -122,6 +122,23 @@ def right_weight_approx(dim: int, signal_dims: int, num_keys: int, nodes: int = 
     return float((w * weight).sum() / w.sum())
 
 
+def oracle_top1(
+    read_dims: int, num_keys: int, num_queries: int, generator: torch.Generator
+) -> float:
+    """How often the right key scores highest for a head that reads only matched coordinates.
+
+    A head of width ``d_head`` can read at most ``min(k, d_head)`` of the ``k`` matched
+    features, and reading noise coordinates only adds noise, so scoring by the dot product
+    of ``read_dims`` matched coordinates is the best such a head can rank the keys: the
+    ceiling for its top-1 rate (sampled, ``num_queries`` queries).
+    """
+    check_positive_int("read_dims", read_dims)
+    check_positive_int("num_queries", num_queries)
+    queries, keys, target = planted_batch(num_queries, num_keys, read_dims, read_dims, generator)
+    scores = (keys @ queries[:, :, None])[..., 0]  # (B, T)
+    return (scores.argmax(-1) == target).double().mean().item()
+
+
 class PlantedHeads(nn.Module):
     """``num_heads`` heads of width ``d_model / num_heads`` that learn ``W_q`` and ``W_k``.
 
