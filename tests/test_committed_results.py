@@ -178,9 +178,33 @@ def test_ch6_toy_file_covers_every_seed():
     assert rules == ["importance", "reverse"] + ["random"] * len(toy.RANDOM_SEEDS)
 
 
+@pytest.mark.reproduction
+def test_ch3_coupling_seed_reproduces():
+    study = script("ch3_coupling")
+    committed = load_results(RESULTS / "ch3_coupling.json")["runs"][0]
+    with torch.random.fork_rng():
+        live = study.live_run(committed["seed"])
+    live.pop("models")
+    checks = verify(study.live_checks(live, committed))
+    accuracy = next(c for c in checks if "full model's accuracy" in c.what)
+    assert not perturbed(accuracy).holds
+
+
+def test_ch3_coupling_file_covers_every_seed_and_head():
+    study = script("ch3_coupling")
+    data = load_results(RESULTS / "ch3_coupling.json")
+    runs = data["runs"]
+    assert [r["seed"] for r in runs] == list(study.SEEDS)
+    assert all(r["config"] == study.CONFIG.to_dict() for r in runs)
+    assert all([g["head"] for g in r["removed"]] == list(range(study.CONFIG.num_heads))
+               for r in runs)  # fmt: skip
+    assert len(data["seed_baseline"]) == len(study.SEEDS)
+
+
 # One committed number per chapter that reads results, changed by 1 % (a path into the JSON).
 # The build stops at the first failing chapter, so each chapter gets its own build.
 PERTURBED = {
+    "03_splitting_heads": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
     "04_high_dimensional": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
     "06_pruning_heads": ("ch6_pretrained.json", "importance", "scores", 2, 3),
     # The Xavier run of seed 0, which the chapter re-trains: head 0's relative q/k gradient

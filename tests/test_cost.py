@@ -9,6 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import MultiHeadAttention
 from mha_lib.analysis.cost import (
+    attention_cost,
     attention_map_bytes,
     elementwise_work,
     mha_flops,
@@ -138,3 +139,27 @@ def test_score_elements_hand_case_and_bad_input():
     assert score_elements(1, 2, 6) == 72
     with pytest.raises(ValueError, match="num_heads"):
         score_elements(1, 0, 4)
+
+
+@pytest.mark.parametrize(("d_head", "num_heads"), [(4, 1), (4, 3), (8, 2)])
+def test_attention_cost_at_a_fixed_head_width_matches_the_polynomials_in_h(d_head, num_heads):
+    batch, length = 2, 5
+    width = d_head * num_heads
+    layer = MultiHeadAttention(width, num_heads).eval()
+    x = torch.randn(batch, length, width)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+    cost = attention_cost(layer, x, attn_mask=causal)
+    h = num_heads  # the closed forms written out by hand, as polynomials in h
+    assert cost["params"] == 4 * d_head**2 * h**2 + 4 * d_head * h
+    assert cost["projection_flops"] == 8 * batch * length * d_head**2 * h**2
+    assert cost["attention_flops"] == 4 * batch * length**2 * d_head * h
+    assert cost["flops"] == cost["projection_flops"] + cost["attention_flops"]
+    assert cost["flops"] == mha_flops(batch, length, width, num_heads)
+    # scale, mask, the guard for fully masked rows (isneginf, masked_fill), softmax, and
+    # the zeroing of blocked rows: six passes over the scores
+    assert cost["score_work"] == 6 * score_elements(batch, h, length)
+
+
+def test_attention_cost_rejects_a_flat_input():
+    with pytest.raises(ValueError, match="x must have shape"):
+        attention_cost(MultiHeadAttention(4, 2), torch.randn(3, 4))

@@ -13,6 +13,7 @@ measured counterparts for any model — :func:`parameter_count`, :func:`forward_
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -134,6 +135,42 @@ def elementwise_work(fn: Callable[[], object]) -> list[tuple[str, tuple[int, ...
     with _Record(), torch.no_grad():
         fn()
     return records
+
+
+def attention_cost(
+    layer: nn.Module, x: torch.Tensor, attn_mask: torch.Tensor | None = None
+) -> dict[str, int]:
+    """What one explicit self-attention pass of an `mha_lib.MultiHeadAttention` on ``x`` costs,
+    counted: ``params``; matrix FLOPs in all (``flops``), of the four projections
+    (``projection_flops``, the ``addmm``/``mm`` calls) and of the two attention products
+    (``attention_flops``, the ``bmm`` calls); and ``score_work``, the elements that scaling,
+    masking and softmax write on the ``(B, h, T, T)`` score tensor (:func:`elementwise_work`).
+
+    The explicit path (``need_weights=True``) runs because the counters cannot see inside
+    the fused kernel, which does the same work without writing the map out.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if x.dim() != 3:
+        raise ValueError(f"x must have shape (batch, time, d_model), got {tuple(x.shape)}")
+    batch, length, _ = x.shape
+    scores = (batch, layer.num_heads, length, length)
+
+    def run() -> object:
+        return layer(x, attn_mask=attn_mask, need_weights=True)
+
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        run()
+    by_op = counter.get_flop_counts()["Global"]
+    aten = torch.ops.aten
+    return {
+        "params": parameter_count(layer),
+        "flops": int(counter.get_total_flops()),
+        "projection_flops": int(by_op.get(aten.addmm, 0) + by_op.get(aten.mm, 0)),
+        "attention_flops": int(by_op.get(aten.bmm, 0)),
+        "score_work": sum(math.prod(s) for _, s in elementwise_work(run) if s == scores),
+    }
 
 
 def _check_positive(value: int, name: str) -> None:
