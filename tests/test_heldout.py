@@ -85,3 +85,8 @@ def test_best_rule_and_paired_gain_by_hand():
 def test_bad_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_percent_formats_a_fraction_and_its_interval():
+    assert ho.percent(0.8375, (0.8, 0.873)) == "83.8 [80.0, 87.3]"
+    assert ho.percent(0.13, (-0.02, 0.2), signed=True) == "+13.0 [-2.0, +20.0]"

@@ -153,3 +153,22 @@ def test_arc_hits_average_to_head_accuracy_and_offsets_count_by_hand():
     assert offsets[-1].tolist() == [False, False, True, False, False, False]
     assert offsets[-2].tolist() == [False, False, False, False, True, False]
     assert not offsets[3].any()
+
+
+def test_heldout_scores_choose_on_one_half_and_report_on_the_other():
+    sentences = sp.generate(40, seed=3)
+    maps = [_oracle_maps(s) for s in sentences]
+    hits, relations, owners = sp.arc_hits(maps, sentences)
+    offsets = sp.offset_hits(sentences, [o for o in range(-4, 5) if o])
+    select, report = list(range(0, 40, 2)), list(range(1, 40, 2))
+    score = sp.heldout_scores(hits, relations, owners, offsets, "det", select, report)
+    assert score.head.head in (0, 2) and score.head.reported == 1.0  # an oracle head
+    assert score.offset == 1  # a determiner's noun is most often the next word
+    rows = [i for i, r in enumerate(relations) if r == "det" and owners[i] in set(report)]
+    assert score.n_arcs == len(rows)
+    expected = float(offsets[1][rows].float().mean())
+    assert score.offset_score == pytest.approx(expected)
+    assert score.gain == pytest.approx(1.0 - expected)
+    assert score.gain_ci[0] <= score.gain <= score.gain_ci[1]
+    with pytest.raises(ValueError, match="no arc"):
+        sp.heldout_scores(hits, relations, owners, offsets, "nmod", select, report)

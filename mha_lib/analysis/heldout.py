@@ -182,3 +182,9 @@ def paired_gain(
     diff = h[rows, chosen.layer, chosen.head] - r[rows]  # (N_b,)
     sub_groups = None if groups is None else [groups[int(i)] for i in rows]
     return float(diff.mean()), bootstrap_ci(diff, sub_groups, seed=seed)
+
+
+def percent(value: float, ci: tuple[float, float], *, signed: bool = False) -> str:
+    """A fraction and its interval as percentages for a table: ``"83.8 [80.0, 87.3]"``."""
+    spec = "+.1f" if signed else ".1f"
+    return f"{100 * value:{spec}} [{100 * ci[0]:{spec}}, {100 * ci[1]:{spec}}]"

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from mha_lib._checks import check_floating
+from mha_lib.analysis import heldout
+from mha_lib.analysis.heldout import HeldOut
 
 # Word lists: every noun and adjective starts with a consonant, so "a" is always right.
 DETERMINERS = ("the", "a", "this", "that", "every")
@@ -287,6 +289,62 @@ def offset_hits(sentences: Sequence[Sentence], offsets: Sequence[int]) -> dict[i
         raise ValueError("sentences must not be empty")
     gaps = torch.tensor([h - d for s in sentences for d, h, _ in s.arcs()])  # (A,)
     return {int(o): gaps == int(o) for o in offsets}
+
+
+@dataclass(frozen=True)
+class RelationScore:
+    """One relation's best head and best fixed offset, both chosen on one half and scored on the
+    other (fractions), and the head's paired gain over the offset with its interval."""
+
+    relation: str
+    n_arcs: int  # arcs of this relation in the reporting half
+    head: HeldOut
+    offset: int
+    offset_score: float
+    offset_ci: tuple[float, float]
+    gain: float
+    gain_ci: tuple[float, float]
+
+
+def heldout_scores(
+    hits: torch.Tensor,
+    relations: Sequence[str],
+    owners: Sequence[int],
+    offsets: dict[int, torch.Tensor],
+    relation: str,
+    select: Sequence[int],
+    report: Sequence[int],
+    *,
+    layer: int | None = None,
+    seed: int = 0,
+) -> RelationScore:
+    """Score ``relation`` (or ``"all"``) from :func:`arc_hits` and :func:`offset_hits` outputs.
+
+    ``select`` and ``report`` are sentence indices (from :func:`heldout.split_halves`); the
+    arcs of a sentence stay together, and intervals resample whole sentences.
+    """
+    rows = [i for i, r in enumerate(relations) if relation in (r, "all")]
+    if not rows:
+        raise ValueError(f"no arc has relation {relation!r}")
+    groups = [owners[i] for i in rows]
+    sub = hits[rows]  # (A_rel, L, H)
+    head = heldout.best_head(sub, select, report, groups, layer=layer, seed=seed)
+    rules = {o: v[rows] for o, v in offsets.items()}
+    name, score, ci = heldout.best_rule(
+        {str(o): v for o, v in rules.items()}, select, report, groups, seed=seed
+    )
+    gain, gain_ci = heldout.paired_gain(sub, rules[int(name)], head, report, groups, seed=seed)
+    keep = set(int(r) for r in report)
+    return RelationScore(
+        relation=relation,
+        n_arcs=sum(g in keep for g in groups),
+        head=head,
+        offset=int(name),
+        offset_score=score,
+        offset_ci=ci,
+        gain=gain,
+        gain_ci=gain_ci,
+    )
 
 
 # Natural sentences written for this book (varied length, punctuation, subword splits),
