@@ -3,9 +3,12 @@
 #   make test   run the whole test suite (unit, parity, property, notebooks, book, and the
 #               built site in headless Chromium), then the tests of the committed results
 #               again on torch's plain-C kernels, as another CPU would compute them
-# Both create .venv and install the pinned requirements and mha_lib if needed; `make test`
-# also installs the browser test's needs (scripts/install_browser.sh: Debian's chromium when
-# run as root, the pinned npm test assets).
+# Both create .venv and install the pinned requirements and mha_lib if needed. `make book`
+# also installs the site's pinned JavaScript (`npm ci` from package-lock.json: MathJax,
+# bertviz's require.js/d3/jQuery, ONNX Runtime Web; the site serves them itself) and exports
+# the live lab's model (scripts/export_lab_model.py, cached: rerun only when its inputs
+# change; written under _build/, never committed). `make test` also installs the browser
+# test's needs (scripts/install_browser.sh: Debian's chromium when run as root).
 
 PYTHON ?= python3.11
 VENV   := .venv
@@ -14,7 +17,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: book test lint lab clean browser check book-test
+.PHONY: book test lint lab clean browser check book-test site-js lab-model
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +26,16 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-book: $(STAMP)
+book: $(STAMP) site-js lab-model
 	$(BIN)/jupyter-book build -W -n --keep-going .
+
+# The site's JavaScript (npm ci, only when package-lock.json changed).
+site-js:
+	bash scripts/install_browser.sh --npm-only
+
+# The lab's ONNX model, cached (a no-op when nothing it depends on changed).
+lab-model: $(STAMP)
+	$(BIN)/python scripts/export_lab_model.py
 
 browser:
 	bash scripts/install_browser.sh

@@ -6,10 +6,11 @@ with HTTP 200 and no JavaScript error, show every image with alt text, draw its 
 views with the sentence's tokens, render its maths, carry Binder and Colab buttons that
 open this very notebook, and pass axe-core with no serious or critical violation.
 
-The site keeps its CDN URLs (readers are online); the test serves those few files from
-pinned npm packages (``tests/site_assets``, installed by ``scripts/install_browser.sh``)
-and aborts every other request that leaves the machine, so it runs offline and a new
-external dependency of the site shows up as a failure. Full-page screenshots go to
+The site serves every script it needs itself (MathJax, bertviz's require.js, d3 and jQuery,
+the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
+packages), so the test aborts every request that leaves the machine and reports it: a page
+that needs the network fails. Only axe-core, the test's own tool, comes from
+``node_modules`` (installed by ``scripts/install_browser.sh``). Full-page screenshots go to
 ``_build/screenshots/`` for reviewers.
 """
 
@@ -44,26 +45,15 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-NODE_MODULES = REPO / "tests" / "site_assets" / "node_modules"
+NODE_MODULES = Path(os.environ.get("MHA_NODE_MODULES", REPO / "node_modules"))
 SCREENSHOTS = REPO / "_build" / "screenshots"
 PAGE_TIMEOUT_MS = 20_000
 BERTVIZ_TIMEOUT_MS = 10_000  # a view that has not drawn by then is broken
 INSTALL_HINT = (
     "run `bash scripts/install_browser.sh` (as root it apt-installs Debian's chromium; "
     "otherwise `sudo apt-get install chromium npm fonts-wqy-zenhei` first), which also "
-    "runs `npm ci` in tests/site_assets"
+    "runs `npm ci` in the repository root"
 )
-
-# CDN files the site loads, served from the pinned npm packages instead. A key ending in
-# "/" maps a whole directory (MathJax loads its components and fonts relative to itself).
-# bertviz asks for jquery 2.0.0, which npm does not carry; 2.2.4 is the same major line.
-CDNJS = "https://cdnjs.cloudflare.com/ajax/libs"
-CDN_FILES = {
-    f"{CDNJS}/require.js/2.3.6/require.min.js": "requirejs/require.js",
-    f"{CDNJS}/d3/5.7.0/d3.min.js": "d3/dist/d3.min.js",
-    f"{CDNJS}/jquery/2.0.0/jquery.min.js": "jquery/dist/jquery.min.js",
-    "https://cdn.jsdelivr.net/npm/mathjax@3/": "mathjax/",
-}
 
 # JavaScript errors the theme's extensions raise on every page, with the reason; a
 # message is tolerated only if it contains one of these strings exactly.
@@ -164,9 +154,7 @@ def _missing_browser(reason: str) -> None:
 def site(request: pytest.FixtureRequest) -> Iterator[Site]:
     if not CHROMIUM.is_file():
         _missing_browser(f"{CHROMIUM} not found")
-    missing = [
-        f for f in ["axe-core/axe.min.js", *CDN_FILES.values()] if not (NODE_MODULES / f).exists()
-    ]
+    missing = [f for f in ["axe-core/axe.min.js"] if not (NODE_MODULES / f).exists()]
     if missing:
         _missing_browser(f"npm test assets missing under {NODE_MODULES}: {missing}")
     try:
@@ -201,22 +189,11 @@ def site(request: pytest.FixtureRequest) -> Iterator[Site]:
 
 
 def _route(site: Site, route: object) -> None:
-    """Local requests pass; known CDN files come from node_modules; anything else is cut."""
+    """Local requests pass; anything that leaves the machine is cut and reported."""
     url = route.request.url
     if urlsplit(url).hostname in ("127.0.0.1", "localhost"):
         route.continue_()
         return
-    bare = url.split("?", 1)[0].split("#", 1)[0]
-    for prefix, local in CDN_FILES.items():
-        if bare == prefix or (prefix.endswith("/") and bare.startswith(prefix)):
-            path = (
-                NODE_MODULES / local / bare[len(prefix) :]
-                if prefix.endswith("/")
-                else NODE_MODULES / local
-            )
-            if path.is_file():
-                route.fulfill(path=str(path))
-                return
     site.blocked.append(url)
     route.abort()
 
@@ -349,7 +326,7 @@ def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
             problems.append("axe-core violations:\n" + json.dumps(violations, indent=1))
 
         if site.blocked:
-            problems.append(f"requests to undeclared external hosts: {site.blocked}")
+            problems.append(f"requests that leave the site: {site.blocked}")
         errors = [e for e in errors if not any(known in e for known in KNOWN_JS_ERRORS)]
         if errors:
             problems.append("JavaScript errors:\n" + "\n".join(errors))
