@@ -25,12 +25,21 @@ def test_mean_pool_ignores_padding_by_hand() -> None:
         bert.mean_pool(hidden, torch.ones(1, 2))
 
 
-def test_embedding_is_sentence_transformers_mean_pooling(loaded) -> None:
-    from sentence_transformers import SentenceTransformer
+def test_embedding_is_the_packages_own_pooling(loaded) -> None:
+    """The package's 1_Pooling config says mean pooling; the lab's embedding is that mean."""
+    import json
 
     model, tokenizer = loaded
+    config = json.loads((bert.default_model_path() / "1_Pooling" / "config.json").read_text())
+    assert config["pooling_mode_mean_tokens"] and not config["pooling_mode_cls_token"]
     text = "The cat sat on the mat because it was tired."
     _, _, emb = bert.lab_outputs(model, tokenizer, text)
+    with torch.no_grad():
+        hidden = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]
+    by_hand = sum(hidden[t] for t in range(hidden.shape[0])) / hidden.shape[0]
+    torch.testing.assert_close(emb, by_hand, atol=1e-5, rtol=1e-5)
+    st = pytest.importorskip("sentence_transformers")  # not pinned: checked where installed
+    SentenceTransformer = st.SentenceTransformer
     st = SentenceTransformer(str(bert.default_model_path()), device="cpu")
     ref = torch.as_tensor(st.encode([text], convert_to_numpy=True))[0]  # normalised
     torch.testing.assert_close(emb / emb.norm(), ref, atol=1e-5, rtol=1e-4)
