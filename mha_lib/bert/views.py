@@ -36,7 +36,9 @@ def show_attention(
     """Visualise your own sentence: bertviz's interactive ``head`` or ``model`` view as HTML.
 
     One call does the common job. The HTML carries its own loaders (require.js,
-    d3 and jQuery from bertviz's CDN URLs), so it renders on a static page too.
+    d3 and jQuery from bertviz's CDN URLs), so it renders on a static page too; the
+    book's build (``book/_ext/site_assets.py``) points them at the site's pinned copies,
+    so the published pages need no network while Jupyter keeps bertviz's own URLs.
     The packaged MiniLM is used unless ``model`` and ``tokenizer`` are given.
     """
     if not isinstance(text, str) or not text.strip():
