@@ -353,3 +353,27 @@ def test_other_pages_do_not_load_the_model(browser_page) -> None:
     finally:
         page.close()
     assert not [u for u in urls if "/_static/lab/" in u or "onnxruntime" in u], urls
+
+
+def test_a_link_with_a_preset_opens_the_lab_with_those_heads_off(browser_page) -> None:
+    """The chapters link to lab.html#preset=…; the page applies the preset on load."""
+    tab, base, *_ = browser_page
+    page = tab.context.new_page()
+    try:
+        page.goto(base + LAB + "#preset=ch6-importance-12")
+        page.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
+        page.evaluate("() => mhaLab.ready")
+        order = page.evaluate("() => mhaLab.meta.presets.ch6_importance_order")
+        off = {
+            (int(t.get_attribute("data-layer")), int(t.get_attribute("data-head")))
+            for t in page.locator(".mha-lab-tile[aria-pressed='false']").all()
+        }
+        assert off == {tuple(lh) for lh in order[:12]}
+        page.evaluate("() => { location.hash = 'preset=ch5-syntactic'; }")
+        page.wait_for_function(
+            "() => document.querySelectorAll('.mha-lab-tile[aria-pressed=\"false\"]').length"
+            " === new Set(Object.values(mhaLab.meta.presets.ch5_syntactic)"
+            ".map(s => s.layer + '-' + s.head)).size"
+        )
+    finally:
+        page.close()
