@@ -59,7 +59,8 @@ def test_typed_number_guard_catches_what_it_should():
     assert prose_numbers("They use exactly 64.") == ["'64' in …They use exactly 64.…"]
     assert not prose_numbers("chapters 4 and 7, claim 9, Table 3 (2019), {glue:text}`x:.1f` %")
     assert not prose_numbers('the article says "about 64" and $d=64$ and `x[12]`')
-    assert not prose_numbers("the article: 「每个头只处理 64 维」") and prose_numbers("「」 64 heads")
+    assert not prose_numbers("the article: 「每个头只处理 64 维」")
+    assert prose_numbers("「」 64 heads")
     assert code_numbers('show(fig, alt="rises to 100 percent")')
     assert not code_numbers('show(fig, alt=f"rises to {acc:.0f} percent")')
     assert code_numbers("layer, head = divmod(i, 12)")
