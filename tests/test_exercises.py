@@ -18,8 +18,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 GRADES = ("Check your understanding", "Change and predict", "Open question")
-# Chapters whose exercises are still being written (strict: the mark must go when they land).
-PENDING = {"04_high_dimensional"}
 _ITEM = re.compile(r"(?m)^\d+\.\s+\*\*([^*]+?)\.\*\*")
 _BLOCK = re.compile(r"(?ms)^\s*:::\{admonition\} (Solution|Discussion)\n\s*:class: dropdown\n")
 _CODE = re.compile(r"(?ms)^([ \t]*)```python\n(.*?)^\1```")
@@ -42,16 +40,7 @@ def solutions(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="exercises pending"))
-        if p.stem in PENDING
-        else p
-        for p in NOTEBOOKS
-    ],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_chapter_ends_with_graded_exercises(path):
     section = exercises(path)
     assert section, f"{path.name} has no '## Exercises' section"
