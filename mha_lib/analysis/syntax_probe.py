@@ -203,31 +203,12 @@ def head_accuracy(
     W + 2·specials)`` with ``specials`` tokens ([CLS], [SEP]) at each end, which
     are excluded as candidates, as is the word itself. Adds ``"all"`` for every arc.
     """
-    if len(word_maps) != len(sentences) or not sentences:
-        raise ValueError(
-            f"word_maps and sentences must be non-empty and equally long, "
-            f"got {len(word_maps)} and {len(sentences)}"
-        )
-    hits: dict[str, torch.Tensor] = {}
-    counts: dict[str, int] = {}
-    for i, (m, s) in enumerate(zip(word_maps, sentences, strict=True)):
-        check_floating(m, f"word_maps[{i}]")
-        n = len(s.words)
-        if m.dim() != 4 or m.shape[-1] != m.shape[-2] or m.shape[-1] != n + 2 * specials:
-            raise ValueError(
-                f"word_maps[{i}] must have shape (L, H, {n + 2 * specials}, {n + 2 * specials}) "
-                f"for {n} words and {specials} special token(s) at each end, got {tuple(m.shape)}"
-            )
-        inner = m[..., specials : specials + n, specials : specials + n]  # (L, H, W, W)
-        itself = torch.eye(n, dtype=torch.bool, device=inner.device)  # (W, W)
-        inner = inner.masked_fill(itself, float("-inf"))
-        predicted = inner.argmax(-1)  # (L, H, W): most-attended other word
-        for dep, head, rel in s.arcs():
-            hit = (predicted[..., dep] == head).float()  # (L, H)
-            for key in (rel, "all"):
-                hits[key] = hits.get(key, 0) + hit
-                counts[key] = counts.get(key, 0) + 1
-    return {key: hits[key] / counts[key] for key in hits}
+    hits, relations, _ = arc_hits(word_maps, sentences, specials=specials)  # (A, L, H)
+    keys = list(dict.fromkeys(key for rel in relations for key in (rel, "all")))
+    return {
+        key: hits[[i for i, r in enumerate(relations) if key in (r, "all")]].float().mean(0)
+        for key in keys
+    }
 
 
 def offset_baseline(sentences: Sequence[Sentence]) -> dict[str, tuple[int, float]]:
