@@ -24,10 +24,8 @@ from pathlib import Path
 from mha_lib.experiments.planted_match import PlantedHeads, fit_planted
 from mha_lib.experiments.reproduce import (
     Check,
-    kept_parts,
-    load_results,
-    provenance,
     save_results,
+    start_parts,
     threads,
 )
 
@@ -123,17 +121,7 @@ def main() -> None:
         "live": [LIVE],
         "check": [CHECK],
     }
-    out: dict[str, list] = {name: [] for name in jobs}
-    made = provenance(threads=1)
-    provs = {name: made for name in jobs}
-    if args.only:
-        kept, kept_provs, lines = kept_parts(
-            load_results(args.out), [n for n in jobs if n not in args.only]
-        )
-        out.update(kept)
-        provs.update(kept_provs)
-        print("\n".join(lines))
-        jobs = {name: group for name, group in jobs.items() if name in args.only}
+    out, provs, jobs = start_parts(args.out, jobs, args.only)
     # Seed first: a partial file already covers every (k, h).
     flat = [(name, c) for name, group in jobs.items() for c in group]
     flat.sort(key=lambda item: (-item[1]["steps"], item[1]["seed"]))

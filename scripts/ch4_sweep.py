@@ -25,10 +25,8 @@ import torch
 from mha_lib.analysis.geometry import head_sharpness
 from mha_lib.experiments.reproduce import (
     Check,
-    kept_parts,
-    load_results,
-    provenance,
     save_results,
+    start_parts,
     threads,
 )
 from mha_lib.experiments.training import Config, make_task, run_experiment
@@ -167,17 +165,7 @@ def main() -> None:
         "live": [(with_heads(LIVE, h), 0) for h in (1, 4)],
         "check": [(with_heads(CHECK, 2), 0)],
     }
-    out: dict[str, object] = {name: [] for name in jobs}
-    made = provenance(threads=1)  # every run trains on one thread
-    provs = {name: made for name in jobs}
-    if args.only:
-        kept, kept_provs, lines = kept_parts(
-            load_results(args.out), [n for n in jobs if n not in args.only]
-        )
-        out.update(kept)
-        provs.update(kept_provs)
-        print("\n".join(lines))
-        jobs = {name: group for name, group in jobs.items() if name in args.only}
+    out, provs, jobs = start_parts(args.out, jobs, args.only)
     flat = [(name, job) for name, group in jobs.items() for job in group]
     # Longest jobs first keeps both processes busy to the end; seed before h, so
     # a partial file (written after every run) already covers every head count.

@@ -16,6 +16,7 @@ from mha_lib.experiments.reproduce import (
     load_results,
     provenance,
     save_results,
+    start_parts,
     threads,
     verify,
 )
@@ -96,6 +97,21 @@ def test_kept_parts_say_where_they_came_from():
     assert "'b'" in line and "0123456789" in line and "AVX512" in line
     with pytest.raises(ValueError, match="rerun it"):
         kept_parts({"a": 1, "provenance": {}}, ["a"])
+
+
+def test_start_parts_keeps_the_parts_not_rerun(tmp_path, capsys):
+    jobs = {"a": [1, 2], "b": [3]}
+    results, provs, run = start_parts(tmp_path / "none.json", jobs, None)
+    assert results == {"a": [], "b": []} and run == jobs and provs["a"]["threads"] == 1
+    old = {**provenance(), "git_commit": "feedc0ffee"}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"a": ["old"], "b": ["old"], "provenance": {"a": old, "b": old}}))
+    results, provs, run = start_parts(path, jobs, ["b"])
+    assert results == {"a": ["old"], "b": []} and run == {"b": [3]}
+    assert provs["a"]["git_commit"] == "feedc0ffee" != provs["b"]["git_commit"]
+    assert "kept part 'a'" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown parts"):
+        start_parts(path, jobs, ["c"])
 
 
 def test_threads_restores_the_callers_count():

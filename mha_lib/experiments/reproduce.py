@@ -133,6 +133,31 @@ def kept_parts(
     return parts, provs, lines
 
 
+def start_parts(
+    path: Path, jobs: Mapping[str, list], only: Iterable[str] | None
+) -> tuple[dict[str, list], dict[str, dict[str, object]], dict[str, list]]:
+    """Begin a script run over ``jobs`` (part name -> its work items).
+
+    Returns ``(results, provenance per part, jobs to run now)``: every part starts empty with
+    this run's provenance; with ``only``, the other parts are kept from ``path`` (a line per
+    kept part is printed, see :func:`kept_parts`) and only the named parts are run.
+    """
+    made = provenance(threads=1)  # the scripts train on one thread
+    results: dict[str, list] = {name: [] for name in jobs}
+    provs: dict[str, dict[str, object]] = {name: dict(made) for name in jobs}
+    if not only:
+        return results, provs, dict(jobs)
+    only = set(only)
+    unknown = only - set(jobs)
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}; the parts are {list(jobs)}")
+    kept, kept_provs, lines = kept_parts(load_results(path), [n for n in jobs if n not in only])
+    results.update(kept)  # type: ignore[arg-type]
+    provs.update(kept_provs)
+    print("\n".join(lines))
+    return results, provs, {name: group for name, group in jobs.items() if name in only}
+
+
 def describe(record: Mapping[str, object]) -> str:
     """One line: commit, torch, CPU capability and threads of a provenance record."""
     commit = str(record.get("git_commit", "unknown"))[:10]
