@@ -403,6 +403,9 @@ def test_show_attention_returns_self_contained_html(model, tok):
     assert '<select id="layer" aria-label="Layer">' in html.data  # named for screen readers
     html = bert.show_attention("The dog barked.", view="model", model=model, tokenizer=tok)
     assert "require.min.js" in html.data
+    # Drawn to the text column's width (the site test checks all heads fit in the browser).
+    assert f"const DIV_WIDTH = {bert.views.MODEL_VIEW_WIDTH};" in html.data
+    assert "const DIV_WIDTH = 970;" not in html.data
 
 
 def test_attention_grid_figure(model, tok):

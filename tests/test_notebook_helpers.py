@@ -4,7 +4,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from mha_lib.notebook import html_table, show, slower_or_faster  # noqa: E402
+from mha_lib.notebook import (  # noqa: E402
+    html_table,
+    show,
+    slower_or_faster,
+    smallest_text_px,
+)
 
 
 def test_html_table_escapes_and_formats():
@@ -62,3 +67,25 @@ def test_glue_cited_refuses_a_value_without_its_source():
         glue_cited("gain", 17.5, source=" ")
     with pytest.raises(TypeError, match="number"):
         glue_cited("gain", "17.5", source="michel2019")
+
+
+def test_smallest_text_is_the_smallest_drawn_font_in_image_pixels(monkeypatch):
+    """8 pt at 110 dpi is 8 * 110 / 72 = 12.22 px; hidden axes and empty labels do not count."""
+    fig, (ax, hidden) = plt.subplots(1, 2, dpi=110)
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=11)
+    ax.set_title("title", fontsize=14)
+    ax.text(0.5, 0.5, "note", fontsize=8)
+    ax.set_xlabel("", fontsize=3)  # empty: draws nothing
+    hidden.text(0.5, 0.5, "invisible", fontsize=4)
+    hidden.set_visible(False)
+    assert smallest_text_px(fig) == pytest.approx(8 * 110 / 72)
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    show(fig, alt="a line")
+    assert 'data-min-text-px="12.22"' in shown[0].data
+
+    empty = plt.figure()
+    assert smallest_text_px(empty) == float("inf")
+    plt.close(empty)

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+# bertviz draws its model view 970 px wide whatever the page: 12 heads then run past the
+# book's text column (688 px at a 1280 px window) and hide behind a scrollbar. Drawn at
+# this width, every head of a layer fits in the column.
+MODEL_VIEW_WIDTH = 680
+_BERTVIZ_MODEL_WIDTH = "const DIV_WIDTH = 970;"
+
+
 @functools.lru_cache(maxsize=1)
 def _default_model() -> tuple[nn.Module, object]:
     return load()
@@ -62,6 +69,11 @@ def show_attention(
             html = head_view(per_layer, tokens, layer=layer, heads=heads, html_action="return")
         else:
             html = model_view(per_layer, tokens, include_heads=heads, html_action="return")
+            if _BERTVIZ_MODEL_WIDTH not in html.data:
+                raise RuntimeError("bertviz's model view no longer sets its width as expected")
+            html.data = html.data.replace(
+                _BERTVIZ_MODEL_WIDTH, f"const DIV_WIDTH = {MODEL_VIEW_WIDTH};"
+            )
     # bertviz's pickers carry a visible caption but no accessible name; screen readers need one.
     for picker, name in (("layer", "Layer"), ("filter", "Attention")):
         html.data = html.data.replace(
