@@ -58,12 +58,17 @@ def heatmap(
     xlabel: str = "head",
     ylabel: str = "layer",
     cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
 ) -> None:
-    """Per-head values (rows = layers, columns = heads), a tick per cell, and the colour bar."""
+    """Per-head values (rows = layers, columns = heads), a tick per cell, and the colour bar.
+
+    ``vmin``/``vmax`` fix the colour scale (attention weights: 0 to 1) instead of the data's range.
+    """
     grid = np.asarray(values, dtype=float)
     if grid.ndim != 2:
         raise ValueError(f"values must be a 2-D grid (layers, heads), got shape {grid.shape}")
-    image = ax.imshow(grid, cmap=cmap, aspect="auto")
+    image = ax.imshow(grid, cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.set_xticks(range(grid.shape[1]))
     ax.set_yticks(range(grid.shape[0]))

@@ -46,6 +46,10 @@ def test_heatmap_shows_the_grid_with_a_tick_per_head_and_a_colour_bar():
     assert list(ax.get_xticks()) == [0, 1, 2] and list(ax.get_yticks()) == [0, 1]
     assert ax.get_title() == "importance" and ax.get_xlabel() == "head"
     assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "I_h"
+    fixed, axis = plt.subplots()
+    heatmap(axis, grid / 10, title="weights", colorbar_label="weight", vmin=0.0, vmax=1.0)
+    assert axis.images[0].get_clim() == (0.0, 1.0)  # not the data's range 0 to 0.5
+    plt.close(fixed)
     with pytest.raises(ValueError, match="2-D grid"):
         heatmap(ax, [1.0, 2.0], title="t", colorbar_label="c")
     plt.close(fig)
