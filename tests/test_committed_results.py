@@ -205,11 +205,13 @@ def test_ch3_coupling_file_covers_every_seed_and_head():
 # The build stops at the first failing chapter, so each chapter gets its own build.
 PERTURBED = {
     "03_splitting_heads": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
-    "04_high_dimensional": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
-    "06_pruning_heads": ("ch6_pretrained.json", "importance", "scores", 2, 3),
+    # The planted match's live run: the weight on the right key at its last evaluation.
+    "04b_a_match_in_few_features": ("ch4_planted.json", "live", 0, "result", "right_weight", -1),
+    "04c_one_head_or_several": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
+    "06b_pruning_a_pretrained_model": ("ch6_pretrained.json", "importance", "scores", 2, 3),
     # The Xavier run of seed 0, which the chapter re-trains: head 0's relative q/k gradient
     # at initialisation (probe step 0).
-    "07_engineering_tradeoffs": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
+    "07c_one_dead_head": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
 }
 
 
