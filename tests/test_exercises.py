@@ -65,6 +65,9 @@ CASES = [(p, i, code) for p in NOTEBOOKS for i, code in enumerate(solutions(p))]
 )
 def test_solution_code_runs_and_its_answer_holds(path, index, code, monkeypatch):
     assert "assert " in code, f"{path.name} solution {index} states no answer (no assert)"
+    # Like the chapters' own cells (ruff, line length 79): fits the site's text column.
+    long = [line for line in code.splitlines() if len(line) > 79]
+    assert not long, f"{path.name} solution {index} has lines over 79 characters: {long}"
     monkeypatch.chdir(REPO / "notebooks")  # where a reader runs it
     monkeypatch.setitem(os.environ, "HF_HUB_OFFLINE", "1")
     exec(compile(code, f"{path.stem}-solution-{index}", "exec"), {"__name__": "__solution__"})

@@ -10,7 +10,8 @@ Every number a reader sees must come from execution. Four places where one slips
 * **alt text**: digits in the literal parts of a figure's ``alt=`` (an f-string's
   replacement fields are measured, the rest is typed);
 * **model shapes**: ``divmod(…, 12)``-style integer literals standing for a model's size;
-* **glue of a literal**: ``glue("x", 17.5)`` is a typed number with a glue label; a cited
+* **glue of a literal**: ``glue("x", 17.5)`` (or a chapter's ``put("x", 17.5)``,
+  ``put(x=17.5)``) is a typed number with a glue label; a cited
   figure goes through ``mha_lib.notebook.glue_cited``, which names its source.
 """
 
@@ -104,11 +105,18 @@ def code_numbers(source: str) -> list[str]:
                     found.append(f"alt text types {digits}: use measured values in an f-string")
         if name == "divmod" and len(node.args) == 2 and _is_numeric_literal(node.args[1]):
             found.append(f"divmod(…, {ast.unparse(node.args[1])}): take the shape from the model")
-        if name == "glue" and len(node.args) >= 2 and _is_numeric_literal(node.args[1]):
+        # glue("key", value) and the chapters' shorthands put("key", value), put(key=value)
+        if name in ("glue", "put") and len(node.args) >= 2 and _is_numeric_literal(node.args[1]):
             found.append(
-                f"glue({ast.unparse(node.args[0])}, {ast.unparse(node.args[1])}): a typed number; "
-                "a cited figure goes through glue_cited"
+                f"{name}({ast.unparse(node.args[0])}, {ast.unparse(node.args[1])}): a typed "
+                "number; a cited figure goes through glue_cited"
             )
+        if name == "put":
+            found += [
+                f"put({kw.arg}={ast.unparse(kw.value)}): a typed number"
+                for kw in node.keywords
+                if kw.arg is not None and _is_numeric_literal(kw.value)
+            ]
     return found
 
 
