@@ -2,9 +2,12 @@
 
 The built html is served on 127.0.0.1 and every page of the table of contents is opened
 in headless Chromium (one browser, one context, pages in sequence). Each page must load
-with HTTP 200 and no JavaScript error, show every image with alt text, draw its bertviz
-views with the sentence's tokens, render its maths, carry Binder and Colab buttons that
-open this very notebook, and pass axe-core with no serious or critical violation.
+with HTTP 200 and no JavaScript error, show every image with alt text (and every figure's
+smallest text at 9 px or more as scaled into the text column), draw its bertviz views with
+the sentence's tokens (a model view with all its heads in the column), render its maths,
+cut nothing off (what is wider than the column scrolls, with a scrollbar, and a chapter's
+own code cells fit), carry Binder and Colab buttons that open this very notebook, and pass
+axe-core with no serious or critical violation.
 
 The site serves every script it needs itself (MathJax, bertviz's require.js, d3 and jQuery,
 the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
@@ -48,6 +51,7 @@ CHROMIUM_ARGS = [
 NODE_MODULES = Path(os.environ.get("MHA_NODE_MODULES", REPO / "node_modules"))
 SCREENSHOTS = REPO / "_build" / "screenshots"
 PAGE_TIMEOUT_MS = 20_000
+MIN_TEXT_PX = 9  # the smallest text of a figure, as rendered in the text column
 BERTVIZ_TIMEOUT_MS = 10_000  # a view that has not drawn by then is broken
 INSTALL_HINT = (
     "run `bash scripts/install_browser.sh` (as root it apt-installs Debian's chromium; "
@@ -174,7 +178,13 @@ def site(request: pytest.FixtureRequest) -> Iterator[Site]:
     SCREENSHOTS.mkdir(parents=True)
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            # Headless Chromium hides scrollbars unless told not to; a reader's browser
+            # draws them, and the layout check below needs them measured.
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=CHROMIUM_ARGS,
+                ignore_default_args=["--hide-scrollbars"],
+            )
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.set_default_timeout(PAGE_TIMEOUT_MS)
             result = Site(base=base, context=context)
@@ -206,6 +216,8 @@ _IMAGES_JS = """async () => {
     i.addEventListener('load', r); i.addEventListener('error', r);
   })));
   return imgs.map(i => ({src: i.currentSrc.slice(0, 80), width: i.naturalWidth,
+                         shown: i.getBoundingClientRect().width,
+                         minText: i.dataset.minTextPx ? parseFloat(i.dataset.minTextPx) : null,
                          alt: (i.getAttribute('alt') || '').trim()}));
 }"""
 
@@ -224,6 +236,55 @@ _MODEL_VIEW_CLICK_JS = """id => {
   const regions = bg.parentNode.querySelectorAll('rect');
   regions[regions.length - 1].dispatchEvent(new MouseEvent('click', {bubbles: true}));
   return true;
+}"""
+
+# Layout of the text column: what is wider than its box must scroll and show a scrollbar
+# (never be cut off or spill past the column), and a chapter's own code cells fit the column.
+_LAYOUT_JS = """() => {
+  const article = document.querySelector('main article');
+  const column = article.getBoundingClientRect();
+  const SR = 'mjx-assistive-mml, .visually-hidden, .sr-only';  // hidden on purpose
+  const shown = el => { const r = el.getBoundingClientRect();
+                        return r.width > 0 && r.height > 0 && !el.closest(SR); };
+  const ox = el => getComputedStyle(el).overflowX;
+  const scrolls = el => ['auto', 'scroll'].includes(ox(el));
+  const label = el => el.tagName.toLowerCase() +
+      [...el.classList].map(c => '.' + c).join('') + ' "' +
+      el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 50) + '"';
+  const problems = [];
+  for (const el of article.querySelectorAll('*')) {
+    if (!shown(el)) continue;
+    const box = el.getBoundingClientRect();
+    if (['hidden', 'clip'].includes(ox(el)) && el.scrollWidth > el.clientWidth + 1) {
+      const far = Math.max(box.right, ...[...el.querySelectorAll('*')].filter(shown)
+                             .map(d => d.getBoundingClientRect().right));
+      const cut = Math.round(far - box.right);
+      if (cut > 1) problems.push(`cut off by ${cut} px: ${label(el)}`);
+    }
+    if (box.right > column.right + 1) {
+      let a = el.parentElement;
+      while (a && a !== article && !scrolls(a)) a = a.parentElement;
+      const past = Math.round(box.right - column.right);
+      if (a === article || a === null) problems.push(`spills ${past} px past: ${label(el)}`);
+    }
+    if (scrolls(el) && el.scrollWidth > el.clientWidth + 1) {
+      const s = getComputedStyle(el);
+      const bar = el.offsetHeight - el.clientHeight - parseFloat(s.borderTopWidth) -
+                  parseFloat(s.borderBottomWidth);
+      if (bar <= 0) problems.push(`scrolls sideways without a scrollbar: ${label(el)}`);
+      const wider = el.scrollWidth - el.clientWidth;
+      if (el.matches('div.cell_input pre'))
+        problems.push(`code cell ${wider} px wider than the column: ${label(el)}`);
+    }
+  }
+  return problems;
+}"""
+
+# bertviz's model view: every head of a layer inside the column, none behind a scrollbar.
+_MODEL_VIEW_FITS_JS = """id => {
+  const svg = document.querySelector(`#${id} svg`);
+  const out = document.getElementById(id).closest('.output') || document.getElementById(id);
+  return {svg: svg.getBoundingClientRect().width, column: out.clientWidth};
 }"""
 
 _SCROLLABLES_SETTLED_JS = """() => [...document.querySelectorAll('.cell_output > .output, pre')]
@@ -290,6 +351,16 @@ def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
         no_alt = [i["src"] for i in images if not i["alt"]]
         if no_alt:
             problems.append(f"images without alt text: {no_alt}")
+        # Figures (mha_lib.notebook.show records their smallest text in image pixels):
+        # scaled to the column, that text must stay readable.
+        for i in images:
+            if i["minText"] is not None and i["width"]:
+                px = i["minText"] * min(1.0, i["shown"] / i["width"])
+                if px < MIN_TEXT_PX:
+                    problems.append(
+                        f"figure text {px:.1f} px < {MIN_TEXT_PX} px as shown "
+                        f"({i['width']} px image in {i['shown']:.0f} px): {i['alt'][:60]}"
+                    )
 
         # bertviz: every view draws an SVG that shows the sentence's tokens.
         for raw in tab.evaluate(_BERTVIZ_PARAMS_JS):
@@ -303,6 +374,9 @@ def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
             n_typeset = tab.evaluate("document.querySelectorAll('mjx-container').length")
             if n_typeset < n_math:
                 problems.append(f"MathJax typeset {n_typeset} of {n_math} formulas")
+
+        # Layout, now that MathJax and bertviz have drawn.
+        problems.extend(tab.evaluate(_LAYOUT_JS))
 
         # Launch buttons on notebook pages open this very notebook.
         if (SOURCE / f"{page}.ipynb").is_file():
@@ -352,13 +426,21 @@ def _check_bertviz_view(tab: object, params: dict) -> list[str]:
             arg=view_id,
             timeout=BERTVIZ_TIMEOUT_MS,
         )
-        if tab.evaluate(_MODEL_VIEW_CLICK_JS, view_id):
+        is_model_view = tab.evaluate(_MODEL_VIEW_CLICK_JS, view_id)
+        if is_model_view:
             tab.wait_for_function(
                 "id => document.querySelectorAll(`#${id} svg text.token`).length > 0",
                 arg=view_id,
             )
     except Exception as exc:  # noqa: BLE001 - reported with the page's other problems
         return [f"bertviz view {view_id} drew no SVG text: {exc}"]
+    if is_model_view:
+        fit = tab.evaluate(_MODEL_VIEW_FITS_JS, view_id)
+        if fit["svg"] > fit["column"] + 1:
+            return [
+                f"bertviz model view {view_id} is {fit['svg']:.0f} px wide in a "
+                f"{fit['column']} px column: some heads are hidden"
+            ]
     shown = set(tab.evaluate(_SVG_TEXT_JS, view_id))
     if not tokens <= shown:
         return [f"bertviz view {view_id} lacks tokens {sorted(tokens - shown)}"]

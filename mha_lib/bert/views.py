@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 
 # bertviz draws its model view 970 px wide whatever the page: 12 heads then run past the
-# book's text column (688 px at a 1280 px window) and hide behind a scrollbar. Drawn at
-# this width, every head of a layer fits in the column.
-MODEL_VIEW_WIDTH = 680
+# book's text column (a 676 px output box at a 1280 px window) and hide behind a
+# scrollbar. Drawn at this width, every head of a layer fits in the column.
+MODEL_VIEW_WIDTH = 660
 _BERTVIZ_MODEL_WIDTH = "const DIV_WIDTH = 970;"
 
 
