@@ -204,7 +204,7 @@ def test_ch3_coupling_file_covers_every_seed_and_head():
 # One committed number per chapter that reads results, changed by 1 % (a path into the JSON).
 # The build stops at the first failing chapter, so each chapter gets its own build.
 PERTURBED = {
-    "03_splitting_heads": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
+    "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
     # The planted match's live run: the weight on the right key at its last evaluation.
     "04b_a_match_in_few_features": ("ch4_planted.json", "live", 0, "result", "right_weight", -1),
     "04c_one_head_or_several": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
