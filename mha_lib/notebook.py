@@ -119,6 +119,7 @@ def smallest_text_px(fig: Figure) -> float:
     A figure scaled down to the page's width shrinks its text with it; the site test
     multiplies this by the rendered width over the image's own width and requires 9 px.
     """
+    import matplotlib as mpl
     from matplotlib.text import Text
 
     fig.canvas.draw()  # tick labels exist only once drawn
@@ -133,7 +134,9 @@ def smallest_text_px(fig: Figure) -> float:
             walk(child)
 
     walk(fig)
-    return min(sizes) * fig.dpi / 72 if sizes else math.inf
+    saved = mpl.rcParams["savefig.dpi"]  # show() saves at this, unless it is "figure"
+    dpi = fig.dpi if saved == "figure" else float(saved)
+    return min(sizes) * dpi / 72 if sizes else math.inf
 
 
 def show(fig: Figure, alt: str) -> None:

@@ -79,12 +79,14 @@ def test_smallest_text_is_the_smallest_drawn_font_in_image_pixels(monkeypatch):
     ax.set_xlabel("", fontsize=3)  # empty: draws nothing
     hidden.text(0.5, 0.5, "invisible", fontsize=4)
     hidden.set_visible(False)
-    assert smallest_text_px(fig) == pytest.approx(8 * 110 / 72)
-
-    shown = []
-    monkeypatch.setattr("IPython.display.display", shown.append)
-    show(fig, alt="a line")
-    assert 'data-min-text-px="12.22"' in shown[0].data
+    with matplotlib.rc_context({"savefig.dpi": 220}):  # the image is saved at 220 dpi
+        assert smallest_text_px(fig) == pytest.approx(8 * 220 / 72)
+    with matplotlib.rc_context({"savefig.dpi": "figure"}):  # saved at the figure's 110 dpi
+        assert smallest_text_px(fig) == pytest.approx(8 * 110 / 72)
+        shown = []
+        monkeypatch.setattr("IPython.display.display", shown.append)
+        show(fig, alt="a line")
+        assert 'data-min-text-px="12.22"' in shown[0].data
 
     empty = plt.figure()
     assert smallest_text_px(empty) == float("inf")
