@@ -80,6 +80,24 @@ def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def put(*pair: object, **values: object) -> None:
+    """Glue measured values for the prose: ``put("key", value)`` or ``put(key=value, ...)``.
+
+    Tensors and NumPy scalars are glued as plain Python numbers (their repr cannot be
+    formatted by ``{glue:text}`` roles); nothing is displayed.
+    """
+    from myst_nb import glue
+
+    if pair:
+        if len(pair) != 2 or not isinstance(pair[0], str):
+            raise TypeError("put takes a key and a value, or key=value pairs")
+        values = {pair[0]: pair[1], **values}
+    if not values:
+        raise TypeError("put needs at least one value to glue")
+    for name, value in values.items():
+        glue(name, value.item() if hasattr(value, "item") else value, display=False)
+
+
 def glue_cited(name: str, value: float, source: str) -> None:
     """Glue a number quoted from the literature (not measured here), naming its BibTeX key.
 

@@ -6,6 +6,7 @@ import pytest  # noqa: E402
 
 from mha_lib.notebook import (  # noqa: E402
     html_table,
+    put,
     show,
     slower_or_faster,
     smallest_text_px,
@@ -91,3 +92,21 @@ def test_smallest_text_is_the_smallest_drawn_font_in_image_pixels(monkeypatch):
     empty = plt.figure()
     assert smallest_text_px(empty) == float("inf")
     plt.close(empty)
+
+
+def test_put_glues_plain_numbers_by_key_or_keyword(monkeypatch):
+    import numpy as np
+    import torch
+
+    glued = {}
+    monkeypatch.setattr(
+        "myst_nb.glue", lambda name, value, display: glued.update({name: (value, display)})
+    )
+    put("ratio", torch.tensor(0.5))
+    put(n=np.int64(3), label="h = 4")
+    assert glued == {"ratio": (0.5, False), "n": (3, False), "label": ("h = 4", False)}
+    assert type(glued["ratio"][0]) is float and type(glued["n"][0]) is int
+    with pytest.raises(TypeError, match="key and a value"):
+        put("only a key")
+    with pytest.raises(TypeError, match="at least one"):
+        put()
