@@ -37,6 +37,70 @@ const el = (tag, attrs = {}, ...children) => {
 const fmt = (x, digits = 2) => Number(x).toFixed(digits);
 const mb = (bytes) => `${fmt(bytes / 1e6, 1)} MB`;
 
+// ------------------------------------------------------------------ words
+// Every word of the interface comes from the page's own Markdown (book/lab.md), a hidden list
+// `.mha-lab-strings` whose items read "`key`: text with {placeholders}"; gettext translates
+// the list with the rest of the page. A missing key or placeholder value throws, naming it.
+
+class LabStringsError extends Error {
+  constructor(message) {
+    super(`mha-lab strings (book/lab.md): ${message}`);
+    this.name = "LabStringsError";
+  }
+}
+
+const PLACEHOLDER = /\{([a-z0-9_]+)\}/g;
+let MESSAGES = null;
+
+function messages(doc = document) {
+  if (MESSAGES) return MESSAGES;
+  const items = doc.querySelectorAll(".mha-lab-strings li");
+  if (items.length === 0) throw new LabStringsError("the page has no .mha-lab-strings list");
+  const found = new Map();
+  for (const item of items) {
+    const whole = item.textContent.replace(/[ \t\r\n]+/g, " ").trim();
+    const code = item.querySelector("code");
+    const key = code ? code.textContent.trim() : "";
+    if (!key || !whole.startsWith(key)) throw new LabStringsError(`an item does not start with its \`key\`: "${whole}"`);
+    const rest = whole.slice(key.length);
+    const colon = /^\s*[:\uff1a]\s*/.exec(rest); // ": ", or a full-width colon in translation
+    if (!colon) throw new LabStringsError(`message "${key}" lacks the ": " after its key`);
+    if (found.has(key)) throw new LabStringsError(`message "${key}" appears twice`);
+    found.set(key, rest.slice(colon[0].length));
+  }
+  MESSAGES = found;
+  return found;
+}
+
+// The message `key` in pieces: text, and the values (strings, numbers or DOM nodes) of its
+// placeholders, ready for replaceChildren().
+function tParts(key, values = {}) {
+  const template = messages().get(key);
+  if (template === undefined) throw new LabStringsError(`no message "${key}"`);
+  const parts = [];
+  let at = 0;
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    const name = m[1];
+    if (!Object.prototype.hasOwnProperty.call(values, name) || values[name] == null) {
+      throw new LabStringsError(`message "${key}": no value for its placeholder {${name}}`);
+    }
+    parts.push(template.slice(at, m.index), values[name] instanceof Node ? values[name] : String(values[name]));
+    at = m.index + m[0].length;
+  }
+  parts.push(template.slice(at));
+  return parts.filter((p) => p !== "");
+}
+
+// The message `key` as text, its {placeholders} filled in from `values`.
+const t = (key, values = {}) => tParts(key, values).join("");
+
+// The page's own elements that name a message: data-lab-text (their text), data-lab-label
+// (their aria-label; not spelt aria-label, so that no extension takes the key for words).
+function applyPageStrings(doc = document) {
+  for (const node of doc.querySelectorAll("[data-lab-text]")) node.textContent = t(node.dataset.labText);
+  for (const node of doc.querySelectorAll("[data-lab-label]")) node.setAttribute("aria-label", t(node.dataset.labLabel));
+}
+
 // ------------------------------------------------------------------ model
 
 class LabEngine {
@@ -214,33 +278,33 @@ class LabPage {
 
     const text = el("textarea", { id: "mha-lab-text", rows: "2", spellcheck: "false" });
     text.value = sentences[0];
-    const pick = el("select", { id: "mha-lab-pick", "aria-label": "The book's sentences" }, el("option", { value: "", text: "… or pick one of the book's sentences" }));
+    const pick = el("select", { id: "mha-lab-pick", "aria-label": t("pick_label") }, el("option", { value: "", text: t("pick_prompt") }));
     for (const s of sentences) pick.append(el("option", { value: s, text: s }));
     const other = el("input", { id: "mha-lab-other", type: "text", spellcheck: "false" });
     other.value = "A kitten was sleeping on the rug.";
     controls.append(
-      el("label", { for: "mha-lab-text", text: "Your sentence" }), text, pick,
-      el("label", { for: "mha-lab-other", text: "A second sentence, to compare the sentence embeddings" }), other,
+      el("label", { for: "mha-lab-text", text: t("text_label") }), text, pick,
+      el("label", { for: "mha-lab-other", text: t("other_label") }), other,
     );
 
-    const presets = el("div", { class: "mha-lab-presets", role: "group", "aria-label": "Presets" });
+    const presets = el("div", { class: "mha-lab-presets", role: "group", "aria-label": t("presets_label") });
     const button = (label, id, fn) => {
       const b = el("button", { type: "button", id, text: label });
       b.addEventListener("click", fn);
       presets.append(b);
       return b;
     };
-    button("All heads on", "mha-lab-all-on", () => this.setAll(1));
-    button("All heads off", "mha-lab-all-off", () => this.setAll(0));
+    button(t("all_on"), "mha-lab-all-on", () => this.setAll(1));
+    button(t("all_off"), "mha-lab-all-off", () => this.setAll(0));
     const syn = meta.presets.ch5_syntactic;
     const synHeads = [...new Set(Object.values(syn).map((s) => `${s.layer}-${s.head}`))];
-    button(`Chapter 5: switch off its ${synHeads.length} syntactic heads`, "mha-lab-ch5", () => this.applyPreset("ch5-syntactic"));
+    button(t("ch5_button", { heads: synHeads.length }), "mha-lab-ch5", () => this.applyPreset("ch5-syntactic"));
     const steps = meta.presets.ch6_pruned_steps.filter((n) => n > 0);
-    const prune = el("select", { id: "mha-lab-ch6", "aria-label": "Chapter 6: heads removed in importance order" },
-      el("option", { value: "", text: "Chapter 6: remove heads in its importance order…" }));
+    const prune = el("select", { id: "mha-lab-ch6", "aria-label": t("ch6_label") },
+      el("option", { value: "", text: t("ch6_prompt") }));
     steps.forEach((n, i) => {
       const acc = meta.presets.ch6_accuracy[meta.presets.ch6_pruned_steps.indexOf(n)];
-      prune.append(el("option", { value: String(n), text: `the first ${n} of ${this.L * this.H} (its test: ${fmt(100 * acc, 1)} % correct)` }));
+      prune.append(el("option", { value: String(n), text: t("ch6_option", { heads: n, total: this.L * this.H, accuracy: fmt(100 * acc, 1) }) }));
     });
     prune.addEventListener("change", () => prune.value && this.applyPreset(`ch6-importance-${prune.value}`));
     presets.append(prune);
@@ -266,10 +330,11 @@ class LabPage {
     const grid = $("#mha-lab-grid", this.root);
     grid.replaceChildren();
     grid.style.setProperty("--heads", this.H);
-    grid.append(el("span", { class: "mha-lab-corner", "aria-hidden": "true", text: "layer \\ head" }));
+    grid.append(el("span", { class: "mha-lab-corner", "aria-hidden": "true", text: t("grid_corner") }));
     for (let h = 0; h < this.H; h++) grid.append(el("span", { class: "mha-lab-colhead", "aria-hidden": "true", text: String(h) }));
     this.tiles = [];
     this.layerButtons = [];
+    const offMark = t("tile_off_mark"); // drawn over a switched-off tile (lab.css)
     for (let l = 0; l < this.L; l++) {
       const lb = el("button", { type: "button", class: "mha-lab-layer", "data-layer": String(l), "aria-pressed": "true" });
       lb.addEventListener("click", () => this.toggleLayer(l));
@@ -279,7 +344,7 @@ class LabPage {
       for (let h = 0; h < this.H; h++) {
         const canvas = el("canvas", { width: "1", height: "1", "aria-hidden": "true" });
         const tile = el("button", { type: "button", class: "mha-lab-tile", "data-layer": String(l), "data-head": String(h),
-          "aria-pressed": "true", tabindex: l === 0 && h === 0 ? "0" : "-1" }, canvas, el("span", { class: "mha-lab-bar", "aria-hidden": "true" }));
+          "aria-pressed": "true", "data-off": offMark, tabindex: l === 0 && h === 0 ? "0" : "-1" }, canvas, el("span", { class: "mha-lab-bar", "aria-hidden": "true" }));
         tile.addEventListener("click", () => this.toggleHead(l, h));
         tile.addEventListener("focus", () => this.select(l, h));
         tile.addEventListener("mouseenter", () => this.select(l, h));
@@ -304,7 +369,7 @@ class LabPage {
     else if (e.key === "End") target = this.tiles[l * this.H + this.H - 1];
     if (target) {
       e.preventDefault();
-      for (const t of [...this.tiles, ...this.layerButtons]) t.tabIndex = -1;
+      for (const b of [...this.tiles, ...this.layerButtons]) b.tabIndex = -1;
       target.tabIndex = 0;
       target.focus();
     }
@@ -318,20 +383,20 @@ class LabPage {
         kept += on;
         const tile = this.tiles[l * this.H + h];
         tile.setAttribute("aria-pressed", String(on));
-        tile.setAttribute("aria-label", `Layer ${l}, head ${h}: ${on ? "on" : "off"}`);
-        tile.title = `head ${l}-${h}: ${on ? "on (click to switch off)" : "off (click to switch on)"}`;
+        tile.setAttribute("aria-label", t(on ? "tile_label_on" : "tile_label_off", { layer: l, head: h }));
+        tile.title = t(on ? "tile_title_on" : "tile_title_off", { layer: l, head: h });
       }
       const lb = this.layerButtons[l];
       lb.textContent = `${l}`;
       lb.setAttribute("aria-pressed", String(kept > 0));
-      lb.setAttribute("aria-label", `Layer ${l}: ${kept} of ${this.H} heads on; switch the whole layer ${kept > 0 ? "off" : "on"}`);
-      lb.title = `layer ${l}: ${kept} of ${this.H} heads on (click: whole layer ${kept > 0 ? "off" : "on"})`;
+      const counts = { layer: l, kept, heads: this.H };
+      lb.setAttribute("aria-label", t(kept > 0 ? "layer_label_on" : "layer_label_off", counts));
+      lb.title = t(kept > 0 ? "layer_title_on" : "layer_title_off", counts);
     }
     const off = this.on.reduce((n, v) => n + (v === 0), 0);
-    $("#mha-lab-count", this.root).textContent = off === 0 ? "All heads are on."
-      : `${off} of ${this.L * this.H} heads are off.` + (off === this.L * this.H
-        ? " With every head off, no token sees any other: each layer adds only the attention output's bias and then its feed-forward block to each token alone, so the embedding is a mean of context-free token vectors (the maps still show where each head would look)."
-        : "");
+    const total = this.L * this.H;
+    $("#mha-lab-count", this.root).textContent = off === 0 ? t("count_all_on")
+      : t(off === total ? "count_all_off" : "count_off", { off, total });
   }
 
   setAll(v) {
@@ -380,7 +445,7 @@ class LabPage {
     const other = $("#mha-lab-other", this.root).value;
     const note = $("#mha-lab-note", this.root);
     if (text.trim() === "") {
-      note.textContent = text === "" ? "Type a sentence to see its attention maps." : "Only whitespace: the tokenizer finds no word to look at. Type a sentence.";
+      note.textContent = t(text === "" ? "note_empty" : "note_whitespace");
       note.dataset.kind = "warn";
       return;
     }
@@ -396,18 +461,17 @@ class LabPage {
       const resOther = other.trim() ? await this.engine.run(other, this.on) : null;
       if (this.pending !== ticket) return; // a newer request took over
       this.result = res;
-      const parts = [];
-      if (res.truncated > 0) {
-        parts.push(`The text is longer than the model's ${this.engine.meta.max_positions} positions: the last ${res.truncated} word pieces were cut off; the maps show the first ${res.T - 2}.`);
-      }
-      parts.push(`${res.T} tokens, computed in ${fmt(res.ms, 0)} ms in this browser.`);
-      note.textContent = parts.join(" ");
+      const timing = t("note_timing", { tokens: res.T, ms: fmt(res.ms, 0) });
+      note.textContent = res.truncated > 0
+        ? t("note_truncated", { positions: this.engine.meta.max_positions, cut: res.truncated, shown: res.T - 2, timing })
+        : timing;
       note.dataset.kind = res.truncated > 0 ? "warn" : "info";
       this.drawTiles();
       this.drawLarge();
       this.similarity(resOther);
     } catch (err) {
-      note.textContent = `The model could not run this text: ${err.message}`;
+      if (err instanceof LabStringsError) throw err; // a broken catalogue: fail loudly
+      note.textContent = t("note_error", { error: err.message });
       note.dataset.kind = "error";
     }
   }
@@ -415,16 +479,16 @@ class LabPage {
   similarity(resOther) {
     const box = $("#mha-lab-similarity", this.root);
     if (!resOther || !this.baseline.otherRes) {
-      box.textContent = "Type a second sentence to compare the two sentence embeddings.";
+      box.textContent = t("similarity_none");
       return;
     }
     const now = cosine(this.result.embedding, resOther.embedding);
     const before = cosine(this.baseline.res.embedding, this.baseline.otherRes.embedding);
-    box.replaceChildren(
-      "Cosine similarity of the two sentence embeddings: ",
-      el("strong", { id: "mha-lab-cos", text: fmt(now, 4) }),
-      ` (all heads on: ${fmt(before, 4)}; change ${now - before >= 0 ? "+" : "−"}${fmt(Math.abs(now - before), 4)}).`,
-    );
+    box.replaceChildren(...tParts("similarity", {
+      cosine: el("strong", { id: "mha-lab-cos", text: fmt(now, 4) }),
+      before: fmt(before, 4),
+      change: `${now - before >= 0 ? "+" : "−"}${fmt(Math.abs(now - before), 4)}`,
+    }));
   }
 
   change(l, h) {
@@ -464,7 +528,7 @@ class LabPage {
 
   select(l, h) {
     this.selected = [l, h];
-    for (const t of this.tiles) t.classList.toggle("mha-lab-selected", t.dataset.layer === String(l) && t.dataset.head === String(h));
+    for (const tile of this.tiles) tile.classList.toggle("mha-lab-selected", tile.dataset.layer === String(l) && tile.dataset.head === String(h));
     if (this.result) this.drawLarge();
   }
 
@@ -478,7 +542,7 @@ class LabPage {
     const ctx = canvas.getContext("2d");
     ctx.font = "12px sans-serif";
     const step = Math.max(1, Math.ceil(T / 64)); // label every step-th token when T is long
-    const label = Math.min(110, Math.max(...tokens.map((t) => ctx.measureText(t).width)) + 8);
+    const label = Math.min(110, Math.max(...tokens.map((tok) => ctx.measureText(tok).width)) + 8);
     const cell = Math.max(1, Math.min(26, Math.floor((avail - label - 4) / T)));
     const size = label + cell * T + 4;
     canvas.width = Math.round(size * dpr);
@@ -503,7 +567,7 @@ class LabPage {
     ctx.fillStyle = textColour;
     ctx.font = `${Math.min(12, Math.max(9, cell))}px sans-serif`;
     ctx.textBaseline = "middle";
-    const clip = (t) => (ctx.measureText(t).width > label - 8 ? `${t.slice(0, 9)}…` : t);
+    const clip = (tok) => (ctx.measureText(tok).width > label - 8 ? `${tok.slice(0, 9)}…` : tok);
     for (let i = 0; i < T; i += step) {
       ctx.textAlign = "right";
       ctx.fillText(clip(tokens[i]), label - 4, label + (i + 0.5) * cell);
@@ -521,11 +585,12 @@ class LabPage {
       for (let k = 1; k < T; k++) if (maps[start + q * T + k] > maps[start + q * T + best]) best = k;
       tops.push(`${tokens[q]} → ${tokens[best]} (${fmt(maps[start + q * T + best])})`);
     }
-    canvas.setAttribute("aria-label", `Attention map of head ${l}-${h}, rows are queries, columns keys. Each token's strongest key: ${tops.slice(0, 40).join("; ")}${T > 40 ? "; …" : ""}`);
+    const strongest = `${tops.slice(0, 40).join("; ")}${T > 40 ? "; …" : ""}`;
+    canvas.setAttribute("aria-label", t("large_map_label", { layer: l, head: h, strongest }));
     const delta = this.change(l, h);
-    $("#mha-lab-large-title", this.root).textContent = `Head ${l}-${h} (layer ${l}, head ${h}) — ${on ? "on" : "switched off"}`;
-    $("#mha-lab-large-caption", this.root).textContent = (on ? "" : "Switched off: its output is multiplied by 0, so no later layer sees it; the faded map is where it would look (the convention of mha_lib.bert). ")
-      + (delta > 0 ? `Changed by up to ${fmt(delta, 3)} from the map with all heads on.` : "Identical to the map with all heads on.");
+    $("#mha-lab-large-title", this.root).textContent = t(on ? "large_title_on" : "large_title_off", { layer: l, head: h });
+    const change = delta > 0 ? t("large_changed", { change: fmt(delta, 3) }) : t("large_identical");
+    $("#mha-lab-large-caption", this.root).textContent = on ? change : t("large_caption_off", { change });
     this.hover = { l, h, label, cell, T, tokens, start, maps };
   }
 
@@ -540,7 +605,8 @@ class LabPage {
       box.textContent = "\u00a0";
       return;
     }
-    box.textContent = `${hv.tokens[q]} (query ${q}) → ${hv.tokens[k]} (key ${k}): ${fmt(hv.maps[hv.start + q * hv.T + k], 3)}`;
+    box.textContent = t("readout", { query_token: hv.tokens[q], query: q, key_token: hv.tokens[k], key: k,
+      weight: fmt(hv.maps[hv.start + q * hv.T + k], 3) });
   }
 }
 
@@ -551,23 +617,53 @@ function facts(root, engine, bench) {
   if (!box) return;
   const c = meta.candidates;
   const rows = Object.entries(c).map(([name, m]) => el("tr", {},
-    el("td", { text: name + (name === meta.precision ? " (used)" : "") }), el("td", { text: mb(m.bytes) }),
+    el("td", { text: name === meta.precision ? t("precision_used", { precision: name }) : name }), el("td", { text: mb(m.bytes) }),
     el("td", { text: m.max_abs_map.toExponential(1) }), el("td", { text: fmt(m.min_cosine, 5) })));
   const table = el("table", { class: "mha-lab-table" },
-    el("caption", { text: `Precision of the model file, measured at build time with onnxruntime for Python against PyTorch, over ${c.fp32.sentences} of the book's sentences × ${c.fp32.masks} head masks. Rule: the smallest file whose maps stay within ${meta.rule.map_tolerance} and whose embeddings keep a cosine of at least ${meta.rule.cosine_floor}.` }),
-    el("thead", {}, el("tr", {}, ...["weights", "file", "largest map difference", "lowest embedding cosine"].map((t) => el("th", { scope: "col", text: t })))),
+    el("caption", { text: t("precision_caption", { sentences: c.fp32.sentences, masks: c.fp32.masks,
+      map_tolerance: meta.rule.map_tolerance, cosine_floor: meta.rule.cosine_floor }) }),
+    el("thead", {}, el("tr", {}, ...["precision_weights", "precision_file", "precision_map", "precision_cosine"]
+      .map((key) => el("th", { scope: "col", text: t(key) })))),
     el("tbody", {}, ...rows));
   const parts = [table];
   const own = engine.stats;
   const runs = own.runs.slice(1).map((r) => r.ms).sort((a, b) => a - b);
   const median = runs.length ? runs[Math.floor(runs.length / 2)] : null;
-  parts.push(el("p", { id: "mha-lab-own", text: `In your browser: model loaded in ${fmt(own.loadMs / 1000, 2)} s (download ${fmt(own.fetchMs / 1000, 2)} s, session ${fmt(own.createMs / 1000, 2)} s)` + (median !== null ? `; median run ${fmt(median, 0)} ms over ${runs.length} runs after the first.` : ".") }));
+  const loaded = { load: fmt(own.loadMs / 1000, 2), download: fmt(own.fetchMs / 1000, 2), session: fmt(own.createMs / 1000, 2) };
+  parts.push(el("p", { id: "mha-lab-own", text: median !== null
+    ? t("own_timing_runs", { ...loaded, median: fmt(median, 0), runs: runs.length })
+    : t("own_timing", loaded) }));
   if (bench && bench.lab) {
     const b = bench.lab;
     const prov = bench.provenance.lab;
-    const t = b.targets;
-    const verdict = (ok) => (ok ? "within" : "over");
-    parts.push(el("p", { id: "mha-lab-bench", text: `Measured by bench/lab.py in headless Chromium on a ${b.machine.cores}-core machine shared with other work (load average ${fmt(b.machine.load_average_before, 1)}), one WebAssembly thread, ${b.repeats} fresh page loads: model load (fetch and InferenceSession.create) ${fmt(b.load_s.median, 2)} s median, range ${fmt(b.load_s.min, 2)}–${fmt(b.load_s.max, 2)} s, ${verdict(b.load_s.median <= t.load_s)} the ${fmt(t.load_s, 0)} s budget; one sentence of ${b.run_tokens.min}–${b.run_tokens.max} tokens after the page's first run ${fmt(b.run_ms.median, 0)} ms median, range ${fmt(b.run_ms.min, 0)}–${fmt(b.run_ms.max, 0)} ms over ${b.run_ms.n} runs (CPU time ${fmt(b.run_cpu_ms.median, 0)} ms), ${verdict(b.run_ms.median <= t.run_ms)} the ${fmt(t.run_ms, 0)} ms budget; the page downloads ${mb(b.download_bytes)} in all, ${mb(b.model_bytes)} of it the model, ${verdict(b.download_bytes <= t.download_bytes)} the ${mb(t.download_bytes)} budget. In the browser, over ${b.compared.sentences} of the book's sentences × ${b.compared.masks} head masks, the maps stayed within ${b.browser_max_abs_map.toExponential(1)} of PyTorch's and the embeddings within ${b.browser_max_abs_embedding.toExponential(1)} (commit ${prov.git_commit.slice(0, 7)}, ${prov.created.slice(0, 10)}).` }));
+    const goal = b.targets;
+    const verdict = (ok, budget) => t(ok ? "bench_within" : "bench_over", { budget });
+    parts.push(el("p", { id: "mha-lab-bench", text: t("bench", {
+      cores: b.machine.cores,
+      load_average: fmt(b.machine.load_average_before, 1),
+      repeats: b.repeats,
+      load_median: fmt(b.load_s.median, 2),
+      load_min: fmt(b.load_s.min, 2),
+      load_max: fmt(b.load_s.max, 2),
+      load_verdict: verdict(b.load_s.median <= goal.load_s, `${fmt(goal.load_s, 0)} s`),
+      tokens_min: b.run_tokens.min,
+      tokens_max: b.run_tokens.max,
+      run_median: fmt(b.run_ms.median, 0),
+      run_min: fmt(b.run_ms.min, 0),
+      run_max: fmt(b.run_ms.max, 0),
+      runs: b.run_ms.n,
+      cpu_median: fmt(b.run_cpu_ms.median, 0),
+      run_verdict: verdict(b.run_ms.median <= goal.run_ms, `${fmt(goal.run_ms, 0)} ms`),
+      download: mb(b.download_bytes),
+      model: mb(b.model_bytes),
+      download_verdict: verdict(b.download_bytes <= goal.download_bytes, mb(goal.download_bytes)),
+      sentences: b.compared.sentences,
+      masks: b.compared.masks,
+      map_difference: b.browser_max_abs_map.toExponential(1),
+      embedding_difference: b.browser_max_abs_embedding.toExponential(1),
+      commit: prov.git_commit.slice(0, 7),
+      date: prov.created.slice(0, 10),
+    }) }));
   }
   box.replaceChildren(...parts);
 }
@@ -599,8 +695,11 @@ async function main() {
   };
   if (location.protocol === "file:") return; // the page's own script says what to do
   try {
-    page.status("Loading the model…");
-    await engine.load((got, total) => page.status(`Loading the model: ${mb(got)}${total ? ` of ${mb(total)}` : ""}…`));
+    page.status(t("status_loading"));
+    applyPageStrings();
+    await engine.load((got, total) => page.status(total
+      ? t("status_progress_total", { got: mb(got), total: mb(total) })
+      : t("status_progress", { got: mb(got) })));
     page.build();
     root.classList.add("mha-lab-loaded");
     const hash = new URLSearchParams(location.hash.slice(1));
@@ -617,11 +716,12 @@ async function main() {
       if (h.get("preset")) page.applyPreset(h.get("preset"));
       else if (h.get("text")) page.refresh(true);
     });
-    page.status(`Model loaded in ${fmt(engine.stats.loadMs / 1000, 1)} s. Click a head to switch it off, a layer number to switch off the whole layer.`, "ok");
+    page.status(t("status_ready", { seconds: fmt(engine.stats.loadMs / 1000, 1) }), "ok");
     resolveReady(true);
   } catch (err) {
-    page.status(`The lab could not load its model (${err.message}). The rest of the book works without it; reload the page to try again, or see "Running the lab yourself" below.`, "error");
     rejectReady(err);
+    if (err instanceof LabStringsError) throw err; // a broken catalogue: fail loudly
+    page.status(t("status_error", { error: err.message }), "error");
   }
 }
 
