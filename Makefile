@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make book   build the site into _build/html (executes every notebook)
+#   make book   build the site into _build/html, the Chinese edition into _build/html/zh
+#               (executes every notebook once; the Chinese build reuses that execution)
 #   make test   run the whole test suite (unit, parity, property, notebooks, book, and the
 #               built site in headless Chromium), then the tests of the committed results
 #               again on torch's plain-C kernels, as another CPU would compute them
@@ -17,7 +18,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: book test lint lab clean browser check book-test site-js lab-model
+.PHONY: book test lint lab clean browser check book-test site-js lab-model catalogues catalogues-check
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +28,16 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 book: $(STAMP) site-js lab-model
-	$(BIN)/jupyter-book build -W -n --keep-going .
+	$(BIN)/python scripts/build_book.py
+
+# The Chinese edition's catalogues (locales/README.md): bring in what changed in the English
+# text (new messages empty, changed ones fuzzy), then check them as CI does.
+catalogues: $(STAMP)
+	$(BIN)/python scripts/catalogues.py update
+	$(BIN)/python scripts/catalogues.py check
+
+catalogues-check: $(STAMP)
+	$(BIN)/python scripts/catalogues.py check
 
 # The site's JavaScript (npm ci, only when package-lock.json changed).
 site-js:

@@ -13,7 +13,10 @@ import re
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.locale import get_translation
 
+# The label, translated in the Chinese edition (locales/zh_CN/LC_MESSAGES/_interface.po).
+LABEL = "Parts of {title}"
 # The theme's markup for a page link with children: <a ...>Title</a><details><summary>.
 _TOGGLE = re.compile(
     r'(<a class="(?:current )?reference internal" href="[^"]*">)([^<]*)'
@@ -21,12 +24,12 @@ _TOGGLE = re.compile(
 )
 
 
-def name_toggles(page: str) -> str:
+def name_toggles(page: str, label_format: str = LABEL) -> str:
     """Give every nameless sidebar ``<summary>`` after a chapter link an aria-label."""
 
     def label(match: re.Match[str]) -> str:
         title = html.unescape(match.group(2)).strip()
-        name = html.escape(f"Parts of {title}", quote=True)
+        name = html.escape(label_format.format(title=title), quote=True)
         return f'{match.group(1)}{match.group(2)}{match.group(3)}<summary aria-label="{name}">'
 
     return _TOGGLE.sub(label, page)
@@ -35,9 +38,10 @@ def name_toggles(page: str) -> str:
 def build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
+    label_format = get_translation("sphinx")(LABEL)
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        named = name_toggles(text)
+        named = name_toggles(text, label_format)
         if named != text:
             page.write_text(named, encoding="utf-8")
 
