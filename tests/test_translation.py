@@ -1,0 +1,140 @@
+"""The Chinese edition's catalogues, and the code that carries the English build into them.
+
+Every catalogue must be complete (nothing empty, nothing fuzzy) and consistent (each message's
+maths, roles, code, link targets, tags and placeholders exactly the English ones): that is
+what CI fails on. The check itself is tested on hand-made catalogues, and the templating of
+glued phrases, the in-page glue rewrite and the switcher's URLs on hand-checked cases.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polib
+import pytest
+import yaml
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+
+import catalogues  # noqa: E402
+from language_switcher import other_edition_url  # noqa: E402
+from translated_glue import as_references_to  # noqa: E402
+from translated_outputs import fill, template, translate  # noqa: E402
+
+TOC = REPO / "_toc.yml"
+
+
+def _toc_files() -> list[str]:
+    def walk(entries: list[dict]) -> list[str]:
+        found = []
+        for entry in entries:
+            if "file" in entry:
+                found.append(entry["file"])
+            found += walk(entry.get("sections", []) + entry.get("chapters", []))
+        return found
+
+    toc = yaml.safe_load(TOC.read_text())
+    return [toc["root"], *walk(toc.get("parts", []) + toc.get("chapters", []))]
+
+
+@pytest.mark.parametrize("page", _toc_files())
+def test_every_page_has_a_complete_catalogue(page: str) -> None:
+    path = catalogues.CATALOGUES / f"{page}.po"
+    assert path.is_file(), f"{page} has no catalogue: run `make catalogues`"
+    problems = catalogues.problems_in(path)
+    assert not problems, "\n".join(str(p) for p in problems)
+
+
+def test_the_interface_catalogue_is_complete() -> None:
+    path = catalogues.CATALOGUES / "_interface.po"
+    assert not catalogues.problems_in(path)
+
+
+def _po(tmp_path: Path, msgid: str, msgstr: str, **flags: object) -> Path:
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=utf-8"}
+    po.append(polib.POEntry(msgid=msgid, msgstr=msgstr, **flags))
+    path = tmp_path / "page.po"
+    po.save(str(path))
+    return path
+
+
+GOOD_ID = "The top key gets {glue:text}`w:.2f` of the weight at $d_k=512$ (`mha_lib`)."
+GOOD_STR = "在 $d_k=512$ 时，最大的键得到 {glue:text}`w:.2f` 的权重（`mha_lib`）。"
+
+
+@pytest.mark.parametrize(
+    ("msgstr", "flags", "what"),
+    [
+        (GOOD_STR, {}, None),
+        ("", {}, "untranslated"),
+        (GOOD_STR, {"flags": ["fuzzy"]}, "fuzzy"),
+        (GOOD_STR.replace(":.2f", ":.3f"), {}, "role {glue:text}`w:.2f`"),
+        (GOOD_STR.replace("d_k=512", "d_k = 512"), {}, "math $d_k=512$"),
+        (GOOD_STR.replace("`mha_lib`", "mha_lib"), {}, "code `mha_lib`"),
+        (GOOD_ID, {}, "left in English"),
+        (GOOD_ID, {"tcomment": "keep"}, None),
+    ],
+    ids=["good", "empty", "fuzzy", "glue", "maths", "code", "english", "kept-english"],
+)
+def test_the_check_fails_on_what_would_break_a_page(
+    tmp_path: Path, msgstr: str, flags: dict, what: str | None
+) -> None:
+    problems = catalogues.problems_in(_po(tmp_path, GOOD_ID, msgstr, **flags))
+    if what is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and what in problems[0].what, problems
+
+
+def test_titled_cross_references_keep_their_target_only() -> None:
+    msgid = "see {doc}`chapter 4 <../notebooks/04_high_dimensional>` and [5](05.ipynb)"
+    msgstr = "见 {doc}`第 4 章 <../notebooks/04_high_dimensional>` 与 [第 5 章](05.ipynb)"
+    assert catalogues.protected(msgid) == catalogues.protected(msgstr)
+    moved = msgstr.replace("04_high_dimensional", "04b_a_match_in_few_features")
+    assert catalogues.protected(msgid) != catalogues.protected(moved)
+
+
+def test_glued_phrases_are_templated_on_their_numbers_only() -> None:
+    assert template("6.5 times slower") == ("{0} times slower", ["6.5"])
+    assert template("head 0-2, 1e-04 (relative), AVX2, L6") == (
+        "head {0}-{1}, {2} (relative), AVX2, L6",
+        ["0", "2", "1e-04"],
+    )
+    assert fill("慢 {0} 倍", ["6.5"]) == "慢 6.5 倍"
+    catalogue = {"{0} times slower": "慢 {0} 倍"}
+    assert translate("2.1 times slower", catalogue) == "慢 2.1 倍"
+    assert translate("2.1 times faster", catalogue) == "2.1 times faster"  # kept, not lost
+
+
+def test_in_page_glue_becomes_a_reference_to_the_page_itself() -> None:
+    text = "权重 {glue:text}`w:.2f`，书名 {glue:text}`title`，另见 {glue:text}`x.ipynb::k:.1f`"
+    assert as_references_to("01.ipynb", text) == (
+        "权重 {glue:text}`01.ipynb::w:.2f`，书名 {glue:text}`01.ipynb::title:s`"
+        "，另见 {glue:text}`x.ipynb::k:.1f`"
+    )
+
+
+def test_the_switcher_links_the_same_page_of_the_other_edition() -> None:
+    assert other_edition_url("notebooks/01_qkv_lookup", chinese=False) == (
+        "../zh/notebooks/01_qkv_lookup.html"
+    )
+    assert other_edition_url("notebooks/01_qkv_lookup", chinese=True) == (
+        "../../notebooks/01_qkv_lookup.html"
+    )
+    assert other_edition_url("search", chinese=True) == "../search.html"
+
+
+def test_every_phrase_family_is_translated_whole() -> None:
+    """A page that pastes one phrase of a family has all of them translated (another machine
+    may pick another), so a timing can never leave English words on a Chinese page."""
+    families = yaml.safe_load((catalogues.LOCALES / "phrase_variants.yml").read_text())
+    for path in catalogues.catalogue_files():
+        translated = {e.msgid for e in polib.pofile(str(path)) if e.translated()}
+        for family in families:
+            if translated & set(family):
+                missing = set(family) - translated
+                assert not missing, f"{path.name}: {sorted(missing)}"
