@@ -326,8 +326,22 @@ if "dedupe_scripts" not in (_sphinx.get("local_extensions") or {}):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
-    html_file = built_book / f"{page}.html"
-    assert html_file.is_file(), f"{page} is in _toc.yml but the site has no {html_file.name}"
+    _check_page(site, built_book, page)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_chinese_page_in_browser(site: Site, built_book: Path, page: str) -> None:
+    """The Chinese edition's page passes every check of the English one, and its own."""
+    _check_page(site, built_book, page, edition=ZH)
+
+
+def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> None:
+    """Every check of one page of one edition ("" the English root, ZH the Chinese folder)."""
+    if edition and not (built_book / edition).is_dir():
+        _no_chinese_edition(built_book)
+    html_file = built_book / edition / f"{page}.html"
+    assert html_file.is_file(), f"{page} is in _toc.yml but the site has no {html_file}"
+    url = edition + page  # the page as the site serves it
 
     errors: list[str] = []  # JavaScript errors, as the reader's console would show them
     problems: list[str] = []  # every failed check of this page, reported together
@@ -339,9 +353,9 @@ def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
     )
     site.blocked.clear()
     try:
-        response = tab.goto(site.base + f"{page}.html", wait_until="load")
-        assert response is not None, f"{page}: no response"
-        assert response.status == 200, f"{page}: HTTP {response.status}"
+        response = tab.goto(site.base + f"{url}.html", wait_until="load")
+        assert response is not None, f"{url}: no response"
+        assert response.status == 200, f"{url}: HTTP {response.status}"
 
         # Images: every one loaded and described.
         images = tab.evaluate(_IMAGES_JS)
@@ -404,14 +418,113 @@ def test_page_in_browser(site: Site, built_book: Path, page: str) -> None:
         errors = [e for e in errors if not any(known in e for known in KNOWN_JS_ERRORS)]
         if errors:
             problems.append("JavaScript errors:\n" + "\n".join(errors))
-        assert not problems, f"{page}:\n- " + "\n- ".join(problems)
+        if edition:
+            problems.extend(_check_chinese_page(tab, site, page))
+        assert not problems, f"{url}:\n- " + "\n- ".join(problems)
     finally:
         # For reviewers, also (above all) when a check failed; the checks' verdict stands.
-        shot = SCREENSHOTS / f"{page.replace('/', '__')}.png"
+        shot = SCREENSHOTS / f"{url.replace('/', '__')}.png"
         try:
             tab.screenshot(path=str(shot), full_page=True)
         except Exception as exc:  # noqa: BLE001 - a missing screenshot must not hide the failure
-            print(f"no screenshot of {page}: {exc}")
+            print(f"no screenshot of {url}: {exc}")
+        tab.close()
+
+
+# The Chinese edition (scripts/build_book.py builds it into the html dir's zh folder).
+ZH = "zh/"
+_NUMBER = r"[-−]?\\d+(?:[.,]\\d+)*(?:e[-+]?\\d+)?"
+# On a Chinese page: its language, its switcher's target, every glued number beside the English
+# page's, its figures' alt texts, and the prose the reader sees (outputs, code and the
+# bibliography, which cites English works, aside) that still has English words and no Chinese.
+_CHINESE_JS = f"""async englishUrl => {{
+  const cjk = /[\\u3400-\\u9fff]/;
+  const numbers = root => [...root.querySelectorAll('.pasted-text')]
+    .flatMap(e => e.textContent.match(/{_NUMBER}/g) || []).sort();
+  const english = new DOMParser().parseFromString(await (await fetch(englishUrl)).text(),
+                                                  'text/html');
+  const switcher = document.querySelector('a.mha-language-switch');
+  const prose = [...document.querySelectorAll(
+      'article h1, article h2, article h3, article p, article li, article th, article td')]
+    .filter(e => !e.closest('.cell_output, .output, pre, .mha-lab-strings, .citation-list, '
+                            + '.bibliography, [class*="highlight"]'))
+    .map(e => e.textContent.trim())
+    .filter(t => /[A-Za-z]{{3,}}.*[A-Za-z]{{3,}}/.test(t) && !cjk.test(t));
+  return {{
+    lang: document.documentElement.lang,
+    switcher: switcher ? new URL(switcher.href).pathname : null,
+    numbers: numbers(document), englishNumbers: numbers(english),
+    englishAlts: [...document.querySelectorAll('img[data-min-text-px]')]
+      .map(i => i.alt).filter(a => !cjk.test(a)).map(a => a.slice(0, 60)),
+    englishProse: prose.map(t => t.slice(0, 80)),
+    search: document.querySelector('input[name="q"]')?.placeholder ?? '',
+  }};
+}}"""
+
+
+def _no_chinese_edition(built_book: Path) -> None:
+    """A private toc or book root builds English only; the book's own build must have both."""
+    if "MHA_BOOK_TOC" in os.environ or "MHA_BOOK_SOURCE" in os.environ:
+        pytest.skip("a private table of contents or book root builds the English edition only")
+    pytest.fail(f"{built_book} has no Chinese edition ({ZH}): build with scripts/build_book.py")
+
+
+def _check_chinese_page(tab: object, site: Site, page: str) -> list[str]:
+    """What only a Chinese page must show: its language, its switcher, the English numbers."""
+    found = tab.evaluate(_CHINESE_JS, site.base + f"{page}.html")
+    problems = []
+    if found["lang"] != "zh-CN":
+        problems.append(f'<html lang="{found["lang"]}">, not zh-CN')
+    if found["switcher"] != f"/{page}.html":
+        problems.append(f"the language switcher opens {found['switcher']}, not /{page}.html")
+    if found["numbers"] != found["englishNumbers"]:
+        only_zh = sorted(set(found["numbers"]) - set(found["englishNumbers"]))
+        only_en = sorted(set(found["englishNumbers"]) - set(found["numbers"]))
+        problems.append(
+            f"glued numbers differ from the English page's ({len(found['numbers'])} vs "
+            f"{len(found['englishNumbers'])}; only here {only_zh[:8]}, only there {only_en[:8]})"
+        )
+    if found["englishAlts"]:
+        problems.append(f"figures with an English alt text: {found['englishAlts']}")
+    if found["englishProse"]:
+        problems.append(f"text left in English: {found['englishProse'][:5]}")
+    if not re.search(r"[\u3400-\u9fff]", found["search"]):
+        problems.append(f"the search field says {found['search']!r}, not Chinese")
+    return problems
+
+
+def test_language_switcher_keeps_the_section(site: Site, built_book: Path) -> None:
+    """From a section of a chapter to the same section in Chinese, and back."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    page = next(p for p in PAGES if (SOURCE / f"{p}.ipynb").is_file())
+    tab = site.context.new_page()
+    try:
+        tab.goto(site.base + f"{page}.html", wait_until="load")
+        section = tab.evaluate("document.querySelector('article section section').id")
+        tab.goto(site.base + f"{page}.html#{section}", wait_until="load")
+        for edition in (ZH, ""):
+            with tab.expect_navigation():
+                tab.click("a.mha-language-switch")
+            assert tab.url == site.base + f"{edition}{page}.html#{section}"
+            assert tab.evaluate(f"!!document.getElementById('{section}')"), tab.url
+    finally:
+        tab.close()
+
+
+def test_chinese_search_finds_chinese_words(site: Site, built_book: Path) -> None:
+    """Sphinx's Chinese search (with jieba) finds a word that only the Chinese text has."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    tab = site.context.new_page()
+    try:
+        # Attention is on nearly every page; pruning is the subject of chapter 6 and its part.
+        for word, at_least in (("注意力", 10), ("剪枝", 2)):
+            tab.goto(site.base + f"{ZH}search.html?q={word}", wait_until="load")
+            tab.wait_for_selector("#search-results ul.search li", timeout=PAGE_TIMEOUT_MS)
+            hits = tab.eval_on_selector_all("#search-results ul.search li", "l => l.length")
+            assert hits >= at_least, f"searching {word} finds {hits} pages"
+    finally:
         tab.close()
 
 
