@@ -7,7 +7,10 @@ smallest text at 9 px or more as scaled into the text column), draw its bertviz 
 the sentence's tokens (a model view with all its heads in the column), render its maths,
 cut nothing off (what is wider than the column scrolls, with a scrollbar, and a chapter's
 own code cells fit), carry Binder and Colab buttons that open this very notebook, and pass
-axe-core with no serious or critical violation.
+axe-core with no serious or critical violation. The Chinese edition (``zh/``) passes the same
+checks page by page, and its own: ``lang="zh-CN"``, a switcher to the same English page (and
+section), the English page's glued numbers, Chinese alt texts and prose, and a search that
+finds Chinese words.
 
 The site serves every script it needs itself (MathJax, bertviz's require.js, d3 and jQuery,
 the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
