@@ -104,6 +104,8 @@ def test_glued_phrases_are_templated_on_their_numbers_only() -> None:
         "head {0}-{1}, {2} (relative), AVX2, L6",
         ["0", "2", "1e-04"],
     )
+    curled = ("{0} of MiniLM’s {1}", ["5", "8"])
+    assert template("5 of MiniLM's 8") == template("5 of MiniLM’s 8") == curled
     assert fill("慢 {0} 倍", ["6.5"]) == "慢 6.5 倍"
     catalogue = {"{0} times slower": "慢 {0} 倍"}
     assert translate("2.1 times slower", catalogue) == "慢 2.1 倍"

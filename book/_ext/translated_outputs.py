@@ -46,7 +46,12 @@ _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
 
 
 def template(text: str) -> tuple[str, list[str]]:
-    """``text`` with each number replaced by {0}, {1}, ...; and the numbers, in order."""
+    """``text`` with each number replaced by {0}, {1}, ...; and the numbers, in order.
+
+    Apostrophes are spelt ’ whichever way the phrase reached the page: Sphinx's smart quotes
+    curl an in-page glued phrase but not a cross-page one, which is how the Chinese build
+    pastes every phrase of a translated paragraph (translated_glue.py)."""
+    text = text.replace("'", "’")
     numbers: list[str] = []
 
     def hole(match: re.Match[str]) -> str:
