@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import gettext
 import io
-from pathlib import Path
 from typing import Any
 
 from sphinx import locale
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from translated_outputs import catalogue_path, is_translated
 
 CATALOGUE = "_interface.po"
 
@@ -26,20 +26,19 @@ def _ours(app: Sphinx) -> gettext.GNUTranslations | None:
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
-    for folder in app.config.locale_dirs:
-        path = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", CATALOGUE)
-        if path.is_file():
-            with path.open("rb") as fh:
-                catalogue = read_po(fh)
-            buffer = io.BytesIO()
-            write_mo(buffer, catalogue)
-            buffer.seek(0)
-            return gettext.GNUTranslations(buffer)
-    return None
+    path = catalogue_path(app, CATALOGUE)
+    if path is None:
+        return None
+    with path.open("rb") as fh:
+        catalogue = read_po(fh)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalogue)
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
 
 
 def _add_fallbacks(app: Sphinx) -> None:
-    if app.config.language in (None, "", "en"):
+    if not is_translated(app.config):
         return
     ours = _ours(app)
     if ours is None:
@@ -51,7 +50,7 @@ def _add_fallbacks(app: Sphinx) -> None:
 
 def _translate_theme_options(app: Sphinx, config: Config) -> None:
     """Jupyter Book sets the search field's text as a theme option, which no theme translates."""
-    if config.language in (None, "", "en"):
+    if not is_translated(config):
         return
     ours = _ours(app)
     options = config.html_theme_options

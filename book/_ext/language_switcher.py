@@ -14,6 +14,7 @@ from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from translated_outputs import is_translated
 
 ZH_FOLDER = "zh"
 EDITIONS = {
@@ -21,10 +22,6 @@ EDITIONS = {
     "en": ("中文", "zh-CN", "本页的中文版"),
     "zh_CN": ("English", "en", "This page in English"),
 }
-
-
-def _is_chinese(config: Config) -> bool:
-    return config.language == "zh_CN"
 
 
 def other_edition_url(pagename: str, chinese: bool) -> str:
@@ -36,7 +33,7 @@ def other_edition_url(pagename: str, chinese: bool) -> str:
 def _context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if templatename != "page.html" or app.builder.format != "html":
         return
-    chinese = _is_chinese(app.config)
+    chinese = is_translated(app.config)  # the book's one translation is the Chinese edition
     label, lang, title = EDITIONS["zh_CN" if chinese else "en"]
     url = other_edition_url(pagename, chinese)
     context["mha_other_edition"] = {"url": url, "label": label, "lang": lang, "title": title}

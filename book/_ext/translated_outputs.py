@@ -13,7 +13,11 @@ catalogues, with every number replaced by a placeholder:
 A phrase without a translation stays as it is, without a warning: which phrase a timing picks
 (slower, faster, within the noise) can differ on another machine, and the build must pass on any
 CPU. So the catalogue holds every phrase a computation can pick (locales/phrase_variants.yml
-lists the families), and the catalogue check (scripts/catalogues.py) fails on a missing one.
+lists the families), and tests/test_translation.py fails when a family is translated in part.
+
+Two smaller transforms keep the catalogues to what a translator should see: displayed
+equations are not messages, and the sidebar's part captions, inserted after Sphinx translated
+the root page, are translated from its catalogue too.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from docutils.transforms import Transform
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.builders.gettext import MsgOrigin
+from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.i18n import docname_to_domain
 
@@ -108,14 +113,24 @@ def _catalogue(po_path: Path, mtime: float) -> dict[str, str]:
     }
 
 
+def is_translated(config: Config) -> bool:
+    """Whether this build is the translated edition (the Chinese one), not the English."""
+    return config.language not in (None, "", "en")
+
+
+def catalogue_path(app: Sphinx, name: str) -> Path | None:
+    """The build language's catalogue ``name`` (e.g. "notebooks/01_qkv_lookup.po"), if any."""
+    for folder in app.config.locale_dirs:
+        path = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", name)
+        if path.is_file():
+            return path
+    return None
+
+
 def page_catalogue(app: Sphinx, docname: str) -> dict[str, str]:
     """The translated messages (msgid to msgstr, none fuzzy) of one page, or {} without any."""
-    domain = docname_to_domain(docname, app.config.gettext_compact)
-    for folder in app.config.locale_dirs:
-        path = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", domain + ".po")
-        if path.is_file():
-            return _catalogue(path, path.stat().st_mtime)
-    return {}
+    path = catalogue_path(app, docname_to_domain(docname, app.config.gettext_compact) + ".po")
+    return _catalogue(path, path.stat().st_mtime) if path else {}
 
 
 def translate(text: str, catalogue: dict[str, str]) -> str:
@@ -143,7 +158,7 @@ class TranslateTocCaptions(Transform):
 
     def apply(self, **kwargs: Any) -> None:
         env = self.document.settings.env
-        if env.app.config.language in (None, "", "en") or env.app.builder.name == "gettext":
+        if not is_translated(env.app.config) or env.app.builder.name == "gettext":
             return
         catalogue = page_catalogue(env.app, env.docname)
         for node in self.document.findall(addnodes.toctree):
@@ -158,7 +173,7 @@ class TranslateOutputs(SphinxPostTransform):
     default_priority = 20  # after myst-nb pastes cross-page glue (priority 5)
 
     def is_supported(self) -> bool:
-        return self.config.language not in (None, "", "en") and self.app.builder.format == "html"
+        return is_translated(self.config) and self.app.builder.format == "html"
 
     def run(self, **kwargs: Any) -> None:
         catalogue = page_catalogue(self.app, self.env.docname)

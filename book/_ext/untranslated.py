@@ -14,7 +14,7 @@ from docutils.transforms import Transform
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
-from translated_outputs import page_catalogue
+from translated_outputs import is_translated, page_catalogue
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class WarnUntranslated(Transform):
     def apply(self, **kwargs: Any) -> None:
         env = self.document.settings.env
         app = env.app
-        if app.config.language in (None, "", "en") or app.builder.name == "gettext":
+        if not is_translated(app.config) or app.builder.name == "gettext":
             return
         catalogue = page_catalogue(app, env.docname)
         for node, message in extract_messages(self.document):
