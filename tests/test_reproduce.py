@@ -2,7 +2,9 @@
 
 import json
 import math
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,66 @@ def test_provenance_records_this_checkout_and_torch():
     assert record["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert record["threads"] == 1
     assert provenance()["threads"] == torch.get_num_threads()
+
+
+def _provenance_in(clone: Path) -> dict:
+    """provenance() as the clone's own mha_lib computes it, in a fresh interpreter."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import mha_lib; "
+        "assert mha_lib.__file__.startswith(sys.argv[1]), mha_lib.__file__; "
+        "from mha_lib.experiments.reproduce import provenance; print(json.dumps(provenance(1)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(clone)],
+        cwd=clone / "notebooks", capture_output=True, text=True, check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_provenance_says_dirty_on_a_clone_with_uncommitted_code(tmp_path):
+    """A real clone: clean, then an edit in the library, an untracked script, an edited
+    result (not code) and an edited notebook (not code either)."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    # The library under test is this working tree's, committed in the clone.
+    shutil.rmtree(clone / "mha_lib")
+    shutil.copytree(
+        REPO / "mha_lib", clone / "mha_lib", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A", "mha_lib"], cwd=clone, check=True)
+    subprocess.run([*git, "commit", "--quiet", "--allow-empty", "-m", "code under test"],
+                   cwd=clone, check=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    clean = _provenance_in(clone)
+    assert (clean["git_commit"], clean["git_dirty"]) == (head, False)
+
+    def restore():
+        subprocess.run(["git", "checkout", "--quiet", "--", "."], cwd=clone, check=True)
+        subprocess.run(["git", "clean", "--quiet", "-fd"], cwd=clone, check=True)
+
+    heads = clone / "mha_lib" / "core" / "heads.py"
+    heads.write_text(heads.read_text() + "\n# an uncommitted change\n")
+    assert _provenance_in(clone)["git_dirty"] is True
+    restore()
+    (clone / "scripts" / "new_experiment.py").write_text("print('not committed')\n")
+    assert _provenance_in(clone)["git_dirty"] is True
+    restore()
+    result = next((clone / "scripts" / "results").glob("*.json"))
+    result.write_text(result.read_text() + "\n")
+    (clone / "notebooks" / "scratch.ipynb").write_text("{}")
+    assert _provenance_in(clone)["git_dirty"] is False
+
+
+def test_provenance_outside_a_repository_says_unknown(tmp_path, monkeypatch):
+    import mha_lib.experiments.reproduce as reproduce
+
+    assert reproduce.code_state(tmp_path) is None
+    monkeypatch.setattr(reproduce, "_PACKAGE", tmp_path)
+    record = provenance()
+    assert (record["git_commit"], record["git_dirty"]) == ("unknown", None)
 
 
 def test_save_and_load_keep_provenance_per_part(tmp_path):

@@ -35,23 +35,44 @@ import torch
 
 PROVENANCE = "provenance"
 PROVENANCE_FIELDS = ("git_commit", "git_dirty", "torch", "cpu_capability", "threads", "created")
-_REPO = Path(__file__).resolve().parents[1]
-# Code whose uncommitted changes make a result's commit a lie (the results themselves excepted).
-_CODE_PATHS = ("mha_lib", "scripts", "bench", ":(exclude)scripts/results")
+# The package's folder: in a checkout, git finds the repository from here; in an installed
+# copy (Colab's ``pip install``) there is no repository, and provenance says "unknown".
+_PACKAGE = Path(__file__).resolve().parents[1]
+# Code whose uncommitted changes make a result's commit a lie, relative to the repository's
+# top; the results themselves are excluded (a script rewrites them while it runs).
+CODE_PATHS = ("mha_lib", "scripts", "bench")
+EXCLUDED_PATHS = ("scripts/results",)
 
 
 class ReproductionError(AssertionError):
     """A live recomputation disagrees with a committed result beyond its tolerance."""
 
 
-def _git(*args: str) -> str | None:
+def _git(cwd: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", *args], cwd=_REPO, capture_output=True, text=True, check=True, timeout=30
+            ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip()
+
+
+def code_state(start: Path | None = None) -> tuple[str, bool] | None:
+    """``(commit, dirty)`` of the repository holding ``start``, or None outside a repository.
+
+    ``start`` defaults to this package's folder. ``dirty`` is whether :data:`CODE_PATHS` have
+    changes not committed, untracked files included. git runs from the repository's top,
+    where those paths mean what they say."""
+    top = _git(_PACKAGE if start is None else start, "rev-parse", "--show-toplevel")
+    if not top:
+        return None
+    commit = _git(Path(top), "rev-parse", "HEAD")
+    excluded = [f":(exclude){path}" for path in EXCLUDED_PATHS]
+    status = _git(Path(top), "status", "--porcelain", "--", *CODE_PATHS, *excluded)
+    if commit is None or status is None:
+        return None
+    return commit, bool(status)
 
 
 def provenance(threads: int | None = None) -> dict[str, object]:
@@ -60,10 +81,10 @@ def provenance(threads: int | None = None) -> dict[str, object]:
     process), Python, machine and time."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
         raise TypeError(f"threads must be an int or None, got {threads!r}")
-    status = _git("status", "--porcelain", "--", *_CODE_PATHS)
+    state = code_state()
     return {
-        "git_commit": _git("rev-parse", "HEAD") or "unknown",
-        "git_dirty": None if status is None else bool(status),
+        "git_commit": "unknown" if state is None else state[0],
+        "git_dirty": None if state is None else state[1],
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads() if threads is None else threads,
