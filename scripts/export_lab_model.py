@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from mha_lib import bert
-    from mha_lib.analysis.syntax_probe import NATURAL_SENTENCES
+    from mha_lib.data.sentences import NATURAL_SENTENCES
 
     torch.manual_seed(0)
     start = time.perf_counter()

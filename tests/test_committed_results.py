@@ -1,14 +1,14 @@
-"""The results committed under scripts/results reproduce from their scripts' own code.
+"""The results committed under scripts/results reproduce from their studies' own code.
 
-Each test recomputes a sample with the script's functions and asserts it with the
-script's ``live_checks`` (the same checks the chapters run), whose tolerances are meant
-to hold on any CPU. ``make test`` runs these tests a second time with
+Each test recomputes a sample with the study's own functions (:mod:`mha_lib.experiments.studies`)
+and asserts it with the study's checks (the same checks the chapters run), whose tolerances are
+meant to hold on any CPU. ``make test`` runs these tests a second time with
 ``ATEN_CPU_CAPABILITY=default``, i.e. with torch's plain-C kernels instead of this CPU's
 vector kernels, to show that they do (marker: ``reproduction``).
 """
 
 import dataclasses
-import importlib.util
+import importlib
 import json
 import os
 import shutil
@@ -26,12 +26,9 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RESULTS = SCRIPTS / "results"
 
 
-def script(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # multiprocessing and dataclasses look modules up by name
-    spec.loader.exec_module(module)
-    return module
+def study_module(name):
+    """The study behind ``scripts/<name>.py``."""
+    return importlib.import_module(f"mha_lib.experiments.studies.{name}")
 
 
 def perturbed(check, factor=1.01):
@@ -44,12 +41,12 @@ def perturbed(check, factor=1.01):
 
 @pytest.fixture(scope="module")
 def ch4():
-    return script("ch4_sweep")
+    return study_module("ch4_sweep")
 
 
 @pytest.fixture(scope="module")
 def ch7():
-    return script("ch7_init")
+    return study_module("ch7_init")
 
 
 @pytest.mark.reproduction
@@ -68,7 +65,7 @@ def test_ch4_sweep_check_entry_reproduces(ch4):
 
 @pytest.mark.reproduction
 def test_ch4_planted_check_entry_reproduces():
-    planted = script("ch4_planted")
+    planted = study_module("ch4_planted")
     entry = load_results(RESULTS / "ch4_planted.json")["check"][0]
     assert entry["config"] == planted.CHECK
     checks = verify(planted.live_checks(planted.run_one(entry["config"]), entry))
@@ -95,6 +92,33 @@ def test_ch7_init_chaotic_run_reproduces_what_is_robust(ch7):
     assert not dataclasses.replace(final, committed=final.committed + 0.1).holds
 
 
+@pytest.mark.reproduction
+def test_ch4_sweep_prefix_of_committed_runs_reproduces(ch4):
+    """Pages that show the sweep retrain the start of two of its runs: the run's own curve,
+    not a separate short run, so that a file changed anywhere in those curves fails."""
+    data = load_results(RESULTS / "ch4_sweep.json")
+    checks = verify(ch4.prefix_checks(data))
+    losses = [c for c in checks if "loss" in c.what]
+    assert len(losses) == len(ch4.PREFIX_SAMPLE) and all(len(c.live) >= 3 for c in losses)
+    for check in losses:
+        assert not perturbed(check).holds, check.what
+    with pytest.raises(ValueError, match="no run"):
+        ch4.prefix_checks(data, sample=[(3, 0)])
+
+
+@pytest.mark.reproduction
+def test_ch7_init_runs_reproduce_at_initialisation(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["runs"]
+    checks = verify(ch7.initial_checks(runs))
+    assert len(checks) == len(ch7.LIVE_SAMPLE) * (len(ch7.CHECKED) + 1)
+    for check in checks:
+        assert not perturbed(check).holds, check.what
+    # The same numbers as the slower check that retrains whole runs.
+    whole = ch7.live_checks(ch7.run(*ch7.LIVE_SAMPLE[0]), runs[0])
+    quick = checks[: len(ch7.CHECKED) + 1]
+    assert [c.live for c in quick] == [c.live for c in whole[: len(quick)]]
+
+
 def test_ch7_init_covers_every_condition_and_seed(ch7):
     runs = load_results(RESULTS / "ch7_init.json")["runs"]
     made = [(r["condition"]["name"], r["seed"]) for r in runs]
@@ -103,7 +127,7 @@ def test_ch7_init_covers_every_condition_and_seed(ch7):
     for record, (condition, seed) in zip(
         runs, [(c, s) for c in ch7.conditions() for s in ch7.SEEDS], strict=True
     ):
-        assert record["config"] == ch7._rounded(condition.config().to_dict()), record["condition"]
+        assert record["config"] == ch7.as_stored(condition.config().to_dict()), record["condition"]
         assert record["seed"] == seed
 
 
@@ -114,7 +138,7 @@ def test_ch7_floors_are_the_closed_form_and_the_held_out_sets(ch7):
     exact = expected_context_mode_accuracy(8, 8)
     assert floors["mode_exact_fraction"] == [exact.numerator, exact.denominator]
     assert floors["chance"] == 1 / 8
-    assert floors == ch7._rounded(ch7.floors())
+    assert floors == ch7.as_stored(ch7.floors())
 
 
 def test_ch7_live_checks_refuse_another_configuration(ch7):
@@ -127,7 +151,7 @@ def test_ch7_live_checks_refuse_another_configuration(ch7):
 
 @pytest.mark.reproduction
 def test_ch6_pretrained_sample_reproduces():
-    ch6 = script("ch6_pretrained")
+    ch6 = study_module("ch6_pretrained")
     committed = load_results(RESULTS / "ch6_pretrained.json")
     from mha_lib.analysis import sense_eval
 
@@ -149,7 +173,7 @@ def test_ch6_pretrained_sample_reproduces():
 
 @pytest.mark.reproduction
 def test_ch6_toy_seed_reproduces():
-    toy = script("ch6_toy")
+    toy = study_module("ch6_toy")
     from mha_lib import pruning
     from mha_lib.experiments.training import run_experiment, toy_accuracy, toy_loss
 
@@ -170,7 +194,7 @@ def test_ch6_toy_seed_reproduces():
 
 
 def test_ch6_toy_file_covers_every_seed():
-    toy = script("ch6_toy")
+    toy = study_module("ch6_toy")
     runs = load_results(RESULTS / "ch6_toy.json")["runs"]
     assert [r["seed"] for r in runs] == list(toy.SEEDS)
     assert all(r["config"] == toy.CONFIG.to_dict() for r in runs)
@@ -180,7 +204,7 @@ def test_ch6_toy_file_covers_every_seed():
 
 @pytest.mark.reproduction
 def test_ch3_coupling_seed_reproduces():
-    study = script("ch3_coupling")
+    study = study_module("ch3_coupling")
     committed = load_results(RESULTS / "ch3_coupling.json")["runs"][0]
     with torch.random.fork_rng():
         live = study.live_run(committed["seed"])
@@ -191,7 +215,7 @@ def test_ch3_coupling_seed_reproduces():
 
 
 def test_ch3_coupling_file_covers_every_seed_and_head():
-    study = script("ch3_coupling")
+    study = study_module("ch3_coupling")
     data = load_results(RESULTS / "ch3_coupling.json")
     runs = data["runs"]
     assert [r["seed"] for r in runs] == list(study.SEEDS)
@@ -201,18 +225,25 @@ def test_ch3_coupling_file_covers_every_seed_and_head():
     assert len(data["seed_baseline"]) == len(study.SEEDS)
 
 
-# One committed number per chapter that reads results, changed by 1 % (a path into the JSON).
-# The build stops at the first failing chapter, so each chapter gets its own build.
+# One committed number per page that reads results, changed by 1 % (a path into the JSON).
 PERTURBED = {
     "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
+    # The sweep's first run (h = 1, seed 0): its loss at the first evaluation after step 0.
+    "03d_heads_of_fixed_width": ("ch4_sweep.json", "pair", 0, "result", "eval_loss", 1),
     # The planted match's live run: the weight on the right key at its last evaluation.
     "04b_a_match_in_few_features": ("ch4_planted.json", "live", 0, "result", "right_weight", -1),
     "04c_one_head_or_several": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
+    "04d_sharper_heads_and_self_attention": ("ch4_sweep.json", "live", 1, "result",
+                                             "eval_loss", -1),
+    "06_pruning_heads": ("ch6_toy.json", "runs", 0, "accuracy"),
     "06b_pruning_a_pretrained_model": ("ch6_pretrained.json", "importance", "scores", 2, 3),
-    # The Xavier run of seed 0, which the chapter re-trains: head 0's relative q/k gradient
-    # at initialisation (probe step 0).
+    "07_engineering_tradeoffs": ("ch4_sweep.json", "pair", 0, "result", "eval_loss", 1),
+    # The Xavier run of seed 0: head 0's relative q/k gradient at initialisation.
+    "07b_initialisation_and_dead_heads": ("ch7_init.json", "runs", 0, "probe",
+                                          "qk_relative_grad", 0, 0),
     "07c_one_dead_head": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
-}
+}  # fmt: skip
+NOTEBOOKS = RESULTS.parents[1] / "notebooks"
 
 
 def _perturb(data, path, factor=1.01):
@@ -223,11 +254,9 @@ def _perturb(data, path, factor=1.01):
     node[last] = node[last] * factor
 
 
-@pytest.mark.book
-@pytest.mark.parametrize("chapter", sorted(PERTURBED))
-def test_a_one_percent_change_of_a_committed_result_fails_the_book_build(tmp_path, chapter):
-    """Copy the book, change one committed number by 1 % and build the chapter that reads it:
-    the build must fail, on the chapter's reproduction check."""
+def _perturbed_copy(tmp_path, chapter):
+    """The book's notebooks, scripts and pages in ``tmp_path``, with the number of
+    ``PERTURBED[chapter]`` changed by 1 %; the copy's own results are what its pages read."""
     repo = SCRIPTS.parent
     book = tmp_path / "book"
     for name in ("notebooks", "scripts", "book"):
@@ -238,6 +267,45 @@ def test_a_one_percent_change_of_a_committed_result_fails_the_book_build(tmp_pat
     data = json.loads(file.read_text())
     _perturb(data, path)
     file.write_text(json.dumps(data))
+    return book
+
+
+def test_every_page_that_reads_a_committed_result_checks_it():
+    """A reader may run one part alone: every page that reads a committed file verifies it
+    (calls ``verify``), and has a perturbation below that shows its check fails."""
+    readers = sorted(
+        p.stem for p in NOTEBOOKS.glob("*.ipynb") if "committed(" in p.read_text()
+    )
+    assert readers == sorted(PERTURBED)
+    for chapter in readers:
+        assert "verify(" in (NOTEBOOKS / f"{chapter}.ipynb").read_text(), chapter
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("chapter", sorted(PERTURBED))
+def test_a_one_percent_change_of_a_committed_result_stops_the_page(tmp_path, chapter):
+    """Run the page, in a copy of the book with one committed number changed by 1 %, as a
+    reader would (a fresh kernel in its notebooks folder): it must stop on its check."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    book = _perturbed_copy(tmp_path, chapter)
+    notebook = nbformat.read(book / "notebooks" / f"{chapter}.ipynb", as_version=4)
+    client = NotebookClient(
+        notebook, timeout=600, kernel_name="python3",
+        resources={"metadata": {"path": str(book / "notebooks")}},
+    )  # fmt: skip
+    with pytest.raises(CellExecutionError) as info:
+        client.execute()
+    assert "ReproductionError" in str(info.value), str(info.value)[-3000:]
+
+
+@pytest.mark.book
+def test_a_failing_check_fails_the_book_build(tmp_path):
+    """The same, through the book build: a page whose check fails stops the build."""
+    chapter = "04c_one_head_or_several"
+    book = _perturbed_copy(tmp_path, chapter)
     (book / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nparts:\n  - caption: Chapters\n    chapters:\n"
         f"      - file: notebooks/{chapter}\n      - file: book/references\n"
@@ -250,5 +318,5 @@ def test_a_one_percent_change_of_a_committed_result_fails_the_book_build(tmp_pat
         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
     )
     log = done.stdout + done.stderr
-    assert done.returncode != 0, f"{chapter} built although {name} was changed by 1 %"
+    assert done.returncode != 0, f"{chapter} built although a committed number was changed"
     assert "ReproductionError" in log, f"{chapter} failed for another reason:\n{log[-4000:]}"

@@ -4,7 +4,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from mha_lib.notebook import (  # noqa: E402
+from mha_lib.book import (  # noqa: E402
     html_table,
     put,
     show,
@@ -48,8 +48,8 @@ def test_slower_or_faster_follows_the_number():
 
 
 def test_checks_and_provenance_tables_show_what_was_compared():
+    from mha_lib.book import checks_table, provenance_table
     from mha_lib.experiments.reproduce import Check, provenance
-    from mha_lib.notebook import checks_table, provenance_table
 
     table = checks_table(
         [Check("loss", 0.5, 0.5004, 1e-3), Check("curve", [1, 2], [1, 3], 0.1)]
@@ -62,7 +62,7 @@ def test_checks_and_provenance_tables_show_what_was_compared():
 
 
 def test_glue_cited_refuses_a_value_without_its_source():
-    from mha_lib.notebook import glue_cited
+    from mha_lib.book import glue_cited
 
     with pytest.raises(ValueError, match="BibTeX key"):
         glue_cited("gain", 17.5, source=" ")

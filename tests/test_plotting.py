@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from mha_lib.plotting import COLUMN_INCHES, heatmap, runs_band  # noqa: E402
+from mha_lib.book.plotting import COLUMN_INCHES, heatmap, runs_band  # noqa: E402
 
 
 def test_runs_band_draws_the_mean_and_the_lowest_to_highest_run():

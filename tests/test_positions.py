@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention
-from mha_lib.core.positions import sinusoidal_positions, without_position_embeddings
+from mha_lib.bert.positions import without_position_embeddings
+from mha_lib.core.positions import sinusoidal_positions
 
 
 def test_sinusoidal_positions_closed_form():

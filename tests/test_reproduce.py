@@ -197,3 +197,74 @@ def test_committed_results_carry_clean_provenance(path):
         assert record["git_dirty"] is False, f"{path.name}:{part} was made from uncommitted code"
         assert len(str(record["git_commit"])) == 40, f"{path.name}:{part}: no commit recorded"
         assert record["torch"].split("+")[0] == torch.__version__.split("+")[0]
+
+
+def test_results_dir_is_found_from_the_working_directory_upwards(tmp_path, monkeypatch):
+    from mha_lib.experiments.reproduce import RESULTS_ENV, committed, results_dir
+
+    monkeypatch.delenv(RESULTS_ENV, raising=False)
+    (tmp_path / "scripts" / "results").mkdir(parents=True)
+    (tmp_path / "notebooks").mkdir()
+    assert results_dir(tmp_path / "notebooks") == tmp_path / "scripts" / "results"
+    monkeypatch.chdir(tmp_path / "notebooks")  # where a chapter runs
+    assert results_dir() == (tmp_path / "scripts" / "results").resolve()
+    save_results(results_dir() / "x.json", {"a": 1}, {"a": provenance()})
+    assert committed("x.json")["a"] == 1
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path / "elsewhere"))
+    assert results_dir() == tmp_path / "elsewhere"
+    monkeypatch.delenv(RESULTS_ENV)
+    with pytest.raises(FileNotFoundError, match="scripts/results"):
+        results_dir(Path("/"))
+
+
+def test_rounded_for_a_committed_file():
+    from mha_lib.experiments.reproduce import rounded
+
+    data = {"a": [1.23456789, float("nan")], "b": (2.0000004, {"c": 123456.7}), "n": 3}
+    assert rounded(data, decimals=6) == {"a": [1.234568, None], "b": [2.0, {"c": 123456.7}],
+                                         "n": 3}  # fmt: skip
+    assert rounded(data, digits=3) == {"a": [1.23, None], "b": [2.0, {"c": 123000.0}], "n": 3}
+    assert rounded(data)["a"] == [1.23456789, None]  # NaN is not JSON
+    with pytest.raises(ValueError, match="not both"):
+        rounded(1.0, decimals=2, digits=2)
+
+
+def test_parse_args_is_every_studys_command_line(tmp_path, monkeypatch):
+    from mha_lib.experiments.reproduce import RESULTS_ENV, parse_args
+
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
+    args = parse_args("A study.\n\nMore.", "s.json", parts=("a", "b"), argv=["--only", "b"])
+    assert (args.out, args.processes, args.only) == (tmp_path / "s.json", 2, ["b"])
+    assert parse_args("A study.", "s.json", argv=["--out", "o.json"]).out == Path("o.json")
+    args = parse_args("A study.", "s.json", processes=None, threads=2, argv=[])
+    assert args.threads == 2 and not hasattr(args, "processes") and not hasattr(args, "only")
+    with pytest.raises(SystemExit):
+        parse_args("A study.", "s.json", parts=("a",), argv=["--only", "c"])
+
+
+def test_run_jobs_gives_every_result_with_its_index():
+    import operator
+
+    from mha_lib.experiments.reproduce import run_jobs
+
+    items = [3, -1, 4, -1, 5]
+    done = dict(run_jobs(operator.neg, items, 2, longest_first=abs))
+    assert done == {i: -x for i, x in enumerate(items)}
+    with pytest.raises(ValueError, match="processes"):
+        list(run_jobs(operator.neg, items, 0))
+
+
+def test_a_study_reruns_one_part_and_keeps_the_others(tmp_path):
+    """The command line end to end: ``--only check`` of the planted-match study retrains that
+    part in a spawned process, keeps the others as they were, and the result passes the
+    study's own checks against the committed file."""
+    from mha_lib.experiments.studies import ch4_planted
+
+    out = tmp_path / "ch4_planted.json"
+    shutil.copy(REPO / "scripts" / "results" / ch4_planted.NAME, out)
+    ch4_planted.main(["--only", "check", "--out", str(out), "--processes", "1"])
+    old, new = load_results(REPO / "scripts" / "results" / ch4_planted.NAME), load_results(out)
+    assert new["trained"] == old["trained"] and new["live"] == old["live"]
+    assert new["provenance"]["trained"] == old["provenance"]["trained"]
+    assert new["provenance"]["check"]["created"] != old["provenance"]["check"]["created"]
+    verify(ch4_planted.live_checks(new["check"][0], old["check"][0]))

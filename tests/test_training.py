@@ -47,6 +47,21 @@ def test_same_seed_is_bit_identical_other_seed_differs(one_thread):
     assert a.eval_loss != c.eval_loss
 
 
+def test_stop_after_is_the_start_of_the_full_run(one_thread):
+    """The first steps of a run with the whole run's schedule: its curve up to there, bit for
+    bit (a run of fewer steps would decay its learning rate sooner and differ)."""
+    _, full = run_experiment(TRIVIAL, seed=3, progress=False)
+    _, start = run_experiment(TRIVIAL, seed=3, progress=False, stop_after=40)
+    assert start.steps == [0, 40] and start.eval_loss == full.eval_loss[:2]
+    short = Config(**{**TRIVIAL.to_dict(), "steps": 40})
+    assert run_experiment(short, seed=3, progress=False)[1].eval_loss != start.eval_loss
+    _, odd = run_experiment(TRIVIAL, seed=3, progress=False, stop_after=50)
+    assert odd.steps == [0, 40, 50]  # the last step evaluated, as a full run's is
+    for bad in (0, TRIVIAL.steps + 1, 1.5):
+        with pytest.raises(ValueError, match="stop_after"):
+            run_experiment(TRIVIAL, seed=3, progress=False, stop_after=bad)
+
+
 def test_build_model_leaves_global_rng_alone():
     task = make_task("pair_recall")
     state = torch.get_rng_state()

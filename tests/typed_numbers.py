@@ -12,7 +12,7 @@ Every number a reader sees must come from execution. Four places where one slips
 * **model shapes**: ``divmod(…, 12)``-style integer literals standing for a model's size;
 * **glue of a literal**: ``glue("x", 17.5)`` (or a chapter's ``put("x", 17.5)``,
   ``put(x=17.5)``) is a typed number with a glue label; a cited
-  figure goes through ``mha_lib.notebook.glue_cited``, which names its source.
+  figure goes through ``mha_lib.book.glue_cited``, which names its source.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Sphinx's gettext workflow translates the text of the pages; what a notebook computes is not
 text of the page. Most of it is numbers, which need no translation, but some of it is words: a
 glued phrase such as "6.5 times slower", chosen by a measurement, and the alt text that
-``mha_lib.notebook.show`` writes on each figure. This extension gives those to the same
+``mha_lib.book.show`` writes on each figure. This extension gives those to the same
 catalogues, with every number replaced by a placeholder:
 
 - under the gettext builder it adds "{0} times slower" to the page's messages;

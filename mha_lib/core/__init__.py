@@ -1,7 +1,25 @@
 """The layer itself: scaled dot-product attention, heads as reshapes, `MultiHeadAttention`.
 
-Everything the book's claims rest on, proven equal to torch (``tests/test_attention_parity.py``);
-:mod:`~mha_lib.core.masks` holds the one mask convention, :mod:`~mha_lib.core.positions` the
-sinusoidal codes, and :mod:`~mha_lib.core.reference` the slow, obvious versions benchmarks
-compare against.
+Everything the book's claims rest on, proven equal to torch (``tests/test_attention_parity.py``):
+
+- :mod:`~mha_lib.core.attention`: :func:`scaled_dot_product_attention`, every step explicit;
+- :mod:`~mha_lib.core.heads`: :func:`split_heads` and :func:`merge_heads`, two reshapes;
+- :mod:`~mha_lib.core.multihead`: :class:`MultiHeadAttention` (explicit and fused paths,
+  head masks, pruning);
+- :mod:`~mha_lib.core.masks`: the one mask convention, and the helpers that apply it;
+- :mod:`~mha_lib.core.positions`: :func:`sinusoidal_positions`, the fixed position codes;
+- :mod:`~mha_lib.core.reference`: the slow, obvious versions benchmarks compare against.
 """
+
+from mha_lib.core.attention import scaled_dot_product_attention
+from mha_lib.core.heads import merge_heads, split_heads
+from mha_lib.core.multihead import MultiHeadAttention
+from mha_lib.core.positions import sinusoidal_positions
+
+__all__ = [
+    "MultiHeadAttention",
+    "merge_heads",
+    "scaled_dot_product_attention",
+    "sinusoidal_positions",
+    "split_heads",
+]

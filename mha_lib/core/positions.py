@@ -1,17 +1,16 @@
 """Position information: the one thing self-attention cannot work out for itself.
 
 Self-attention treats its input as a set: permute the tokens and the outputs are
-permuted the same way, nothing else changes. Order has to be added to the input.
+permuted the same way, nothing else changes. Order has to be added to the input; the fixed
+sinusoidal codes are one way (a pretrained BERT's learned ones are switched off by
+:func:`mha_lib.bert.without_position_embeddings`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import torch
-from torch import nn
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
@@ -33,26 +32,3 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles)
     return pe.float()
-
-
-@contextlib.contextmanager
-def without_position_embeddings(model: nn.Module) -> Iterator[nn.Module]:
-    """Temporarily zero a BERT-family model's learned position embeddings.
-
-    Inside the block the model sees only which tokens are present, not where;
-    the weights are restored on exit, even after an exception.
-    """
-    embeddings = getattr(getattr(model, "embeddings", None), "position_embeddings", None)
-    if not isinstance(embeddings, nn.Embedding):
-        raise TypeError(
-            "model must have embeddings.position_embeddings (a BERT-family model), "
-            f"got {type(model).__name__}"
-        )
-    saved = embeddings.weight.detach().clone()
-    with torch.no_grad():
-        embeddings.weight.zero_()
-    try:
-        yield model
-    finally:
-        with torch.no_grad():
-            embeddings.weight.copy_(saved)

@@ -1,6 +1,10 @@
 """Committed results a reader can trust: where each part came from, and live checks that fail.
 
-Experiments too slow for a chapter run in ``scripts/`` and commit a small JSON file.
+Experiments too slow for a chapter are studies (:mod:`mha_lib.experiments.studies`), run
+from ``scripts/`` and committed as a small JSON file in ``scripts/results``
+(:func:`results_dir`). What every study's command line repeats lives here once: its options
+(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`), rounding for the
+file (:func:`rounded`), and the parts a partial rerun keeps (:func:`start_parts`).
 Two things keep such a file honest:
 
 * **Provenance.** Every part of the file records the git commit, torch version, CPU
@@ -21,17 +25,23 @@ that would alter the chapter's story.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
 import json
 import math
+import os
 import platform
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
+from typing import TypeVar
 
 import torch
+
+from mha_lib._checks import check_positive_int
 
 PROVENANCE = "provenance"
 PROVENANCE_FIELDS = ("git_commit", "git_dirty", "torch", "cpu_capability", "threads", "created")
@@ -42,6 +52,9 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 # top; the results themselves are excluded (a script rewrites them while it runs).
 CODE_PATHS = ("mha_lib", "scripts", "bench")
 EXCLUDED_PATHS = ("scripts/results",)
+RESULTS_ENV = "MHA_RESULTS_DIR"
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
 
 class ReproductionError(AssertionError):
@@ -92,6 +105,106 @@ def provenance(threads: int | None = None) -> dict[str, object]:
         "machine": platform.machine(),
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def results_dir(start: Path | None = None) -> Path:
+    """The committed results, ``scripts/results`` of the book's checkout.
+
+    Found from ``start`` (default: the working directory) upwards, as git finds a repository:
+    a chapter runs in ``notebooks/``, a script from the top, and a copy of the book (the
+    tests perturb one) reads its own files. ``$MHA_RESULTS_DIR`` overrides."""
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    here = (Path.cwd() if start is None else Path(start)).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "scripts" / "results").is_dir():
+            return folder / "scripts" / "results"
+    raise FileNotFoundError(
+        f"no scripts/results in {here} or above it: run from the book's checkout, "
+        f"or set {RESULTS_ENV}"
+    )
+
+
+def committed(name: str) -> dict[str, object]:
+    """The committed result file ``name`` (e.g. a study's ``NAME``), read with
+    :func:`load_results` from :func:`results_dir`."""
+    return load_results(results_dir() / name)
+
+
+def rounded(obj: object, *, decimals: int | None = None, digits: int | None = None) -> object:
+    """``obj`` with every float rounded to ``decimals`` places or ``digits`` significant
+    digits (neither: unchanged) and NaN as None, through dicts, lists and tuples: a
+    committed file stays small and valid JSON, and the checks use tolerances anyway."""
+    if decimals is not None and digits is not None:
+        raise ValueError("round to decimals or to significant digits, not both")
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if decimals is not None:
+            return round(obj, decimals)
+        return obj if digits is None else float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {key: rounded(value, decimals=decimals, digits=digits) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [rounded(value, decimals=decimals, digits=digits) for value in obj]
+    return obj
+
+
+def parse_args(
+    doc: str,
+    name: str,
+    *,
+    parts: Sequence[str] = (),
+    processes: int | None = 2,
+    threads: int | None = None,
+    argv: Sequence[str] | None = None,
+) -> argparse.Namespace:
+    """A study's command line: ``--out`` (default: the committed file ``name``),
+    ``--processes`` for runs spread over processes (unless ``processes`` is None),
+    ``--threads`` for a study that runs in one process (when ``threads`` is given) and, for a
+    study with ``parts``, ``--only PART ...`` to rerun those and keep the others."""
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None, help=f"default: scripts/results/{name}")
+    if processes is not None:
+        parser.add_argument("--processes", type=int, default=processes)
+    if threads is not None:
+        parser.add_argument("--threads", type=int, default=threads)
+    if parts:
+        parser.add_argument(
+            "--only",
+            nargs="+",
+            choices=tuple(parts),
+            help="rerun only these parts and keep the others from the existing file",
+        )
+    args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = results_dir() / name
+    return args
+
+
+def run_jobs(
+    job: Callable[[_Item], _Result],
+    items: Sequence[_Item],
+    processes: int,
+    *,
+    longest_first: Callable[[_Item], float] | None = None,
+) -> Iterator[tuple[int, _Result]]:
+    """``job`` on every item in ``processes`` fresh (spawned) processes: ``(index, result)``
+    pairs as runs finish. With ``longest_first`` (an item's expected cost), the longest start
+    first, so that no process is left with a long run at the end. ``job`` must be a
+    module-level function, which is what lets a spawned process find it."""
+    check_positive_int("processes", processes)
+    order = list(range(len(items)))
+    if longest_first is not None:
+        order.sort(key=lambda i: -longest_first(items[i]))
+    with get_context("spawn").Pool(processes) as pool:
+        done = pool.imap_unordered(_indexed, [(job, i, items[i]) for i in order], chunksize=1)
+        yield from done
+
+
+def _indexed(task: tuple[Callable, int, object]) -> tuple[int, object]:
+    job, index, item = task
+    return index, job(item)
 
 
 def save_results(
@@ -192,8 +305,7 @@ def describe(record: Mapping[str, object]) -> str:
 @contextlib.contextmanager
 def threads(count: int) -> Iterator[None]:
     """Run with ``count`` intra-op threads and restore the caller's count afterwards."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be a positive int, got {count!r}")
+    check_positive_int("count", count)
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:

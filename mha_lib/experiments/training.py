@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from mha_lib._checks import check_positive_int
 from mha_lib.analysis.cost import parameter_count
 from mha_lib.core.multihead import MultiHeadAttention
 from mha_lib.experiments.head_health import diagnose_heads, qk_gradient_norms
@@ -203,6 +204,7 @@ def train(
     progress: bool | None = None,
     record_every: int | None = None,
     probe: tuple[torch.Tensor, ...] | None = None,
+    stop_after: int | None = None,
 ) -> TrainResult:
     """Train ``model`` with AdamW (or ``config.optimizer``) on fresh batches of ``task``;
     record a learning curve.
@@ -215,6 +217,10 @@ def train(
     on another CPU the last bits differ, and a long run can amplify them.
     ``progress=None`` shows a tqdm bar unless ``TQDM_DISABLE`` is set now (the
     book's ``setup()`` sets it; tqdm itself only reads it at import).
+
+    ``stop_after`` ends the run after that many of its ``config.steps`` steps, with the
+    schedule of the whole run, so the result is the start of the full run (its curve up to
+    there, bit for bit): how a chapter checks a long committed run without retraining it.
 
     ``record_every`` fills ``TrainResult.trace`` without changing the run (recording
     reads the gradients, it does not touch the weights, the optimizer or the data):
@@ -232,6 +238,9 @@ def train(
         raise ValueError(
             f"steps and eval_every must be positive, got {config.steps}, {config.eval_every}"
         )
+    last = config.steps if stop_after is None else check_positive_int("stop_after", stop_after)
+    if last > config.steps:
+        raise ValueError(f"stop_after must be at most config.steps ({config.steps}), got {last}")
     if progress is None:
         progress = os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
     if record_every is not None:
@@ -256,7 +265,7 @@ def train(
     if trace is not None:
         trace.diagnose(0)
     model.train()
-    for step in tqdm(range(1, config.steps + 1), disable=not progress, desc=task.name):
+    for step in tqdm(range(1, last + 1), disable=not progress, desc=task.name):
         inputs, targets = task.sample(config.batch_size, data)  # (B, T), (B, T)
         logits, _ = model(inputs)  # (B, T, C)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
@@ -270,12 +279,12 @@ def train(
         for optimizer, scheduler in zip(optimizers, schedulers, strict=True):
             optimizer.step()
             scheduler.step()
-        if step % config.eval_every == 0 or step == config.steps:
+        if step % config.eval_every == 0 or step == last:
             eval_loss, eval_acc = evaluate(model, eval_inputs, eval_targets)
             steps.append(step)
             losses.append(eval_loss)
             accuracies.append(eval_acc)
-        if trace is not None and (step % record_every == 0 or step == config.steps):
+        if trace is not None and (step % record_every == 0 or step == last):
             trace.diagnose(step)
     return TrainResult(
         steps=steps,
@@ -357,12 +366,13 @@ class _Trace:
 
 
 def run_experiment(
-    config: Config, seed: int, *, progress: bool | None = None
+    config: Config, seed: int, *, progress: bool | None = None, stop_after: int | None = None
 ) -> tuple[ToyTransformer, TrainResult]:
-    """Build the task and model of ``config`` from ``seed``, train, return both."""
+    """Build the task and model of ``config`` from ``seed``, train (the first ``stop_after``
+    steps only, if given: see :func:`train`), return both."""
     task = make_task(config.task, **config.task_args)
     model = build_model(config, task, seed)
-    return model, train(model, task, config, seed, progress=progress)
+    return model, train(model, task, config, seed, progress=progress, stop_after=stop_after)
 
 
 def _lr_factor(step: int, warmup: int, total: int) -> float:

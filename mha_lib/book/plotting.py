@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.lines import Line2D
 
 # The text column is 688 px wide at a 1280 px window; figures are saved at 110 dpi
-# (mha_lib.notebook.setup). A figure up to this width is never scaled down on the page.
+# (mha_lib.book.setup). A figure up to this width is never scaled down on the page.
 COLUMN_INCHES = 688 / 110
 
 

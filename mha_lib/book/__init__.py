@@ -1,0 +1,33 @@
+"""What the book's pages call: the plumbing around a chapter, not the ideas it teaches.
+
+The library's other packages hold the measurements; this one holds what a page needs to
+show them, the same way in Jupyter, Binder and the static site:
+
+- :mod:`~mha_lib.book.page`: :func:`setup` (seeded, offline, quiet), :func:`device`, and
+  :func:`put`, which glues a measured value into the prose;
+- :mod:`~mha_lib.book.figures`: :func:`show`, a figure as an image with alt text and the
+  size of its smallest text, which the site test checks;
+- :mod:`~mha_lib.book.tables`: :func:`html_table`, and the tables of reproduction checks
+  and provenance;
+- :mod:`~mha_lib.book.plotting`: the figure shapes chapters repeat (runs as a mean and a
+  band, per-head heat maps) and ``COLUMN_INCHES``, the text column's width.
+"""
+
+from mha_lib.book.figures import show, smallest_text_px
+from mha_lib.book.page import device, glue_cited, put, setup, slower_or_faster
+from mha_lib.book.plotting import COLUMN_INCHES
+from mha_lib.book.tables import checks_table, html_table, provenance_table
+
+__all__ = [
+    "COLUMN_INCHES",
+    "checks_table",
+    "device",
+    "glue_cited",
+    "html_table",
+    "provenance_table",
+    "put",
+    "setup",
+    "show",
+    "slower_or_faster",
+    "smallest_text_px",
+]

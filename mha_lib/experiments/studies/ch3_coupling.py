@@ -1,0 +1,244 @@
+"""Chapter 3's coupling experiment: does removing one head change what the others learn?
+
+For every seed of :data:`SEEDS` the script trains chapter 4's one-layer toy transformer
+(:data:`CONFIG`: associative recall, four heads) three ways from the same initial weights and
+the same batches: the full model; the full model again with every initial weight multiplied
+by ``1 + 1e-6`` (how far two runs that differ only in rounding drift apart: the floor of the
+comparison); and, for each head in turn, the model with that head removed before the first
+step (:func:`mha_lib.experiments.coupling.train_without`). For each run it records the
+held-out accuracy, every head's attention rows at the query positions on a fixed probe batch
+(summarised as distances to the full model) and the weight each head puts on each named key.
+It also trains a two-layer model per seed and records how silencing each first-layer head
+moves the maps of the other heads of its layer and of the next layer. Run from the
+repository root (a few minutes on 2 cores)::
+
+    .venv/bin/python scripts/ch3_coupling.py
+
+It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
+compares a retrained seed (:func:`live_run`) with the file, for the chapter and
+``tests/test_committed_results.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from mha_lib.experiments.coupling import (
+    map_change_on_ablation,
+    map_distance,
+    matched_distance,
+    named_key_weight,
+    query_maps,
+    takeover,
+    train_without,
+)
+from mha_lib.experiments.reproduce import (
+    Check,
+    parse_args,
+    provenance,
+    rounded,
+    run_jobs,
+    save_results,
+    threads,
+)
+from mha_lib.experiments.training import Config, make_task
+
+NAME = "ch3_coupling.json"
+TASK = {"num_keys": 12, "num_values": 8, "num_pairs": 12, "num_queries": 4}
+CONFIG = Config(
+    task="associative_recall", task_args=TASK, d_model=32, num_heads=4, steps=400, eval_every=50
+)
+DEEP = replace(CONFIG, num_layers=2)
+SEEDS = (0, 1, 2, 3, 4)
+PROBE_SEED, PROBE_SIZE = 999, 512
+NUDGE = 1e-6  # relative change of every initial weight in the rounding-floor run
+# A retrained run against the file: accuracy (fraction), per-key weights and map distances.
+# Seed 0 retrained on plain-C kernels (ATEN_CPU_CAPABILITY=default) differed from the AVX2
+# file by at most 4e-7; 1e-3 leaves room for other CPUs and is far below what removing a head
+# does (a distance of about 0.1).
+TOLERANCE = 1e-3
+
+
+def probe() -> torch.Tensor:
+    """The fixed probe batch every run is read on."""
+    task = make_task(CONFIG.task, **CONFIG.task_args)
+    inputs, _ = task.sample(PROBE_SIZE, torch.Generator().manual_seed(PROBE_SEED))
+    return inputs
+
+
+def _nudged(config: Config, seed: int) -> tuple[torch.nn.Module, object]:
+    """The full model with every initial weight times ``1 + NUDGE``: a rounding-size change."""
+    from mha_lib.experiments.training import build_model, train
+
+    task = make_task(config.task, **config.task_args)
+    model = build_model(config, task, seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1 + NUDGE)
+    return model, train(model, task, config, seed, progress=False)
+
+
+def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
+    """One seed: full, nudged and head-removed runs, and the two-layer ablation; also the
+    full model's query maps ``(L, H, B, Q, T)`` for the seed-to-seed baseline."""
+    task = make_task(CONFIG.task, **CONFIG.task_args)
+    inputs = probe()
+    with threads(1):
+        full, full_result = train_without(CONFIG, seed)
+        full_maps = query_maps(full, task, inputs)
+        record: dict[str, object] = {
+            "seed": seed,
+            "config": CONFIG.to_dict(),
+            "full": {
+                "accuracy": full_result.final_accuracy,
+                "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
+            },
+        }
+        nudged, nudged_result = _nudged(CONFIG, seed)
+        record["nudged"] = {
+            "accuracy": nudged_result.final_accuracy,
+            "distance": map_distance(full_maps, query_maps(nudged, task, inputs))[0].tolist(),
+        }
+        removed = []
+        for head in range(CONFIG.num_heads):
+            model, result = train_without(CONFIG, seed, {0: [head]})
+            maps = query_maps(model, task, inputs)
+            removed.append(
+                {
+                    "head": head,
+                    "accuracy": result.final_accuracy,
+                    "distance": rounded(map_distance(full_maps, maps)[0].tolist()),
+                    "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
+                }
+            )
+        record["removed"] = removed
+        record["maps"] = full_maps[0].mean((1, 2)).tolist()  # (H, T): a summary for checks
+        deep, deep_result = train_without(DEEP, seed)
+        record["deep"] = {
+            "config": DEEP.to_dict(),
+            "accuracy": deep_result.final_accuracy,
+            "ablation": [
+                map_change_on_ablation(deep, task, inputs, 0, head).tolist()
+                for head in range(DEEP.num_heads)
+            ],  # (H_removed, L, H)
+        }
+    return record, full_maps
+
+
+def seed_baseline(maps: dict[int, torch.Tensor]) -> list[dict[str, object]]:
+    """Distances between the full models of consecutive seeds (the last paired with the
+    first): heads by the same index, and paired by best match."""
+    out = []
+    seeds = sorted(maps)
+    for a, b in zip(seeds, seeds[1:] + seeds[:1], strict=True):
+        ma, mb = maps[a], maps[b]
+        matched, partners = matched_distance(ma, mb)
+        out.append(
+            {
+                "seeds": [a, b],
+                "same_index": map_distance(ma, mb)[0].tolist(),
+                "matched": matched[0].tolist(),
+                "partners": partners[0],
+            }
+        )
+    return out
+
+
+def summarise(data: dict) -> dict[str, object]:
+    """What the chapter reads from the file: the distances of each comparison (one value per
+    pair of runs), accuracies, and where a removed head's keys went
+    (:func:`~mha_lib.experiments.coupling.takeover`, for every removed head that was some
+    key's best reader)."""
+    runs, baseline = data["runs"], data["seed_baseline"]
+
+    def surviving(distance: list) -> list[float]:  # a removed head's entry is null
+        return [d for d in distance if d is not None]
+
+    def key_weights(rows: list) -> np.ndarray:  # (H, K); a removed head's row is null
+        return np.array([[np.nan] * len(rows[0]) if r[0] is None else r for r in rows])
+
+    full = [key_weights(r["full"]["named_key_weight"]) for r in runs]
+    moves = [
+        takeover(full[i], key_weights(g["named_key_weight"]), g["head"])
+        for i, r in enumerate(runs)
+        for g in r["removed"]
+    ]
+    return {
+        "distances": {
+            "floor": [float(np.mean(r["nudged"]["distance"])) for r in runs],
+            "removed": [
+                float(np.mean(surviving(g["distance"]))) for r in runs for g in r["removed"]
+            ],
+            "matched": [float(np.mean(b["matched"])) for b in baseline],
+            "same_index": [float(np.mean(b["same_index"])) for b in baseline],
+        },
+        "accuracy_full": np.array([r["full"]["accuracy"] for r in runs]),
+        "accuracy_nudged": np.array([r["nudged"]["accuracy"] for r in runs]),
+        "accuracy_removed": np.array([[g["accuracy"] for g in r["removed"]] for r in runs]),
+        "takeover": [m for m in moves if m is not None],
+        "deep_ablation": np.array([r["deep"]["ablation"] for r in runs]),  # (seed, head, L, H)
+        "deep_accuracy": np.array([r["deep"]["accuracy"] for r in runs]),
+    }
+
+
+def live_checks(live: dict, committed: dict) -> list[Check]:
+    """A retrained seed (full run and head 0 removed) against the file."""
+    name = f"coupling, seed {live['seed']}"
+    gone = live["removed"][0]
+    theirs = committed["removed"][0]
+    return [
+        Check(f"{name}: full model's accuracy", live["full"]["accuracy"],
+              committed["full"]["accuracy"], TOLERANCE),
+        Check(f"{name}: weight on each named key, full model",
+              sum(live["full"]["named_key_weight"], []),
+              sum(committed["full"]["named_key_weight"], []), TOLERANCE),
+        Check(f"{name}: accuracy without head 0", gone["accuracy"], theirs["accuracy"],
+              TOLERANCE),
+        Check(f"{name}: distance of heads 1-3 to the full model without head 0",
+              gone["distance"][1:], theirs["distance"][1:], TOLERANCE),
+    ]  # fmt: skip
+
+
+def live_run(seed: int = 0) -> dict[str, object]:
+    """What :func:`live_checks` needs, and no more: the full run and head 0 removed."""
+    task = make_task(CONFIG.task, **CONFIG.task_args)
+    inputs = probe()
+    with threads(1):
+        full, full_result = train_without(CONFIG, seed)
+        model, result = train_without(CONFIG, seed, {0: [0]})
+        full_maps = query_maps(full, task, inputs)
+        return {
+            "seed": seed,
+            "full": {
+                "accuracy": full_result.final_accuracy,
+                "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
+            },
+            "removed": [
+                {
+                    "head": 0,
+                    "accuracy": result.final_accuracy,
+                    "distance": rounded(
+                        map_distance(full_maps, query_maps(model, task, inputs))[0].tolist()
+                    ),
+                    "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
+                }
+            ],
+            "models": (full, model),
+        }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(__doc__, NAME, argv=argv)
+    made = provenance(threads=1)  # every run trains on one thread
+    done = [result for _, result in sorted(run_jobs(run, SEEDS, args.processes))]
+    runs = [record for record, _ in done]
+    baseline = seed_baseline({r["seed"]: maps for r, maps in done})
+    save_results(
+        args.out, {"runs": runs, "seed_baseline": baseline}, {"runs": made, "seed_baseline": made}
+    )
+    for r in runs:
+        print(r["seed"], r["full"]["accuracy"], [g["accuracy"] for g in r["removed"]])
