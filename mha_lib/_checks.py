@@ -7,6 +7,8 @@ producing NaN three layers later.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 
@@ -21,6 +23,12 @@ def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
+
+
+def check_batches(batches: object, name: str = "batches") -> None:
+    """A ValueError naming ``name`` unless ``batches`` is a non-empty list (or other sequence)."""
+    if isinstance(batches, str | bytes) or not isinstance(batches, Sequence) or not batches:
+        raise ValueError(f"{name} must be a non-empty list of batches")
 
 
 def check_floating(x: torch.Tensor, name: str) -> None:

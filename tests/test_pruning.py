@@ -203,31 +203,20 @@ def test_bert_physical_pruning_equals_masking():
     assert heads.kept_heads() == [[1, 3], [0, 2]]
 
 
-def test_pruning_refuses_to_empty_a_layer_unless_allowed():
-    heads, task = toy_heads()
-    with pytest.raises(ValueError, match="every head of layer 1"):
-        heads.prune({1: [0, 1, 2, 3]})
+def test_selection_never_takes_a_layers_last_head_unless_ranking_every_survivor():
+    """Pruning refuses to empty a layer (tests/test_head_removal.py); selection and the
+    prunable count follow: one head per layer is never offered."""
+    heads, _ = toy_heads()
     heads.prune({1: [0, 1, 2]})
-    with pytest.raises(ValueError, match="every head of layer 1.*allow_empty_layers"):
-        heads.prune({1: [3]})
-    with pytest.raises(ValueError, match="already pruned"):
-        heads.prune({1: [0]})
     alive = heads.present()
-    with pytest.raises(ValueError, match="last head of a layer"):
-        pruning.select_heads(torch.rand(LAYERS, HEADS), alive, 4)
-    assert len(pruning.select_heads(torch.rand(LAYERS, HEADS), alive, 4, allow_empty_layers=True))
-
-    allowed, _ = toy_heads(allow_empty_layers=True)
-    inputs, _ = toy_batches(task, n=1)[0]
-    reference = allowed.clone()
-    allowed.prune({1: [0, 1, 2, 3]})  # the layer's last head stays as weights, switched off
-    assert not allowed.present()[1].any()
-    mask = torch.ones(LAYERS, HEADS, dtype=torch.float64)
-    mask[1] = 0.0
-    with torch.no_grad(), reference.masked(mask):
-        expected = toy_loss(reference.model, (inputs, _)).mean()
-        got = allowed.loss((inputs, _))
-    torch.testing.assert_close(got, expected)
+    assert pruning.prunable_count(heads) == HEADS - 1  # layer 0's three; layer 1 has none left
+    scores = torch.zeros(LAYERS, HEADS)
+    scores[1, 3] = -1.0  # layer 1's last head ranks first but cannot go
+    assert pruning.select_heads(scores, alive, 3) == [(0, 0), (0, 1), (0, 2)]
+    with pytest.raises(ValueError, match="last head of a layer, which pruning refuses"):
+        pruning.select_heads(scores, alive, 4)
+    every = pruning.select_heads(scores, alive, 5, include_last_heads=True)
+    assert every == [(1, 3), (0, 0), (0, 1), (0, 2), (0, 3)]  # a ranking of every survivor
 
 
 def test_bad_arguments_name_themselves():
@@ -236,7 +225,7 @@ def test_bad_arguments_name_themselves():
         heads.masked(torch.ones(3, HEADS, dtype=torch.float64))
     with pytest.raises(TypeError, match="mask must be a floating-point"):
         heads.masked(torch.ones(LAYERS, HEADS, dtype=torch.long))
-    with pytest.raises(ValueError, match="layer 5 is out of range"):
+    with pytest.raises(ValueError, match="layer index 5 is out of range"):
         heads.prune({5: [0]})
     with pytest.raises(ValueError, match="rule must be one of"):
         pruning.pruning_curve(heads, toy_batches(task), rule="best")

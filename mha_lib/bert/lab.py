@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
-from mha_lib.bert.loading import _layers, _num_heads, _require_eager
+from mha_lib.bert.loading import encoder_layers, num_heads, require_eager
 from mha_lib.bert.surgery import head_mask
 
 
@@ -48,10 +48,10 @@ class LabModel(nn.Module):
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
-        _require_eager(model)
+        require_eager(model)
         self.model = model
-        self.num_layers = len(_layers(model))
-        self.num_heads = _num_heads(model)
+        self.num_layers = len(encoder_layers(model))
+        self.num_heads = num_heads(model)
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, mask: torch.Tensor

@@ -88,13 +88,13 @@ def load(
         hf_logging.set_verbosity(verbosity)
         if bars_on:
             hf_logging.enable_progress_bar()
-    _layers(model)  # fail now, not at first use, if this is not a BERT-family model
+    encoder_layers(model)  # fail now, not at first use, if this is not a BERT-family model
     if device is not None:
         model.to(device)
     return model.eval(), tokenizer
 
 
-def _layers(model: object) -> nn.ModuleList:
+def encoder_layers(model: object) -> nn.ModuleList:
     """The encoder layers of a BERT-family model, checked for the parts this module touches."""
     base = getattr(model, "base_model", model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
@@ -117,8 +117,9 @@ def _layers(model: object) -> nn.ModuleList:
     return layers
 
 
-def _require_eager(model: nn.Module) -> None:
-    _layers(model)
+def require_eager(model: nn.Module) -> None:
+    """Refuse a model whose attention implementation returns no attention weights."""
+    encoder_layers(model)
     impl = getattr(model.config, "_attn_implementation", None)
     if impl != "eager":
         raise ValueError(
@@ -127,5 +128,6 @@ def _require_eager(model: nn.Module) -> None:
         )
 
 
-def _num_heads(model: nn.Module) -> int:
+def num_heads(model: nn.Module) -> int:
+    """The model's original head count per layer (its config's, whatever was pruned since)."""
     return int(model.config.num_attention_heads)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
-from mha_lib.bert.loading import _require_eager
+from mha_lib.bert.loading import require_eager
 from mha_lib.bert.surgery import heads_per_layer
 
 
@@ -51,7 +51,7 @@ def batch_attention_maps(
         raise TypeError("texts must be all strings or all word lists, not a mixture")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    _require_eager(model)
+    require_eager(model)
     if len(set(heads_per_layer(model))) != 1:
         raise ValueError(
             f"model has {heads_per_layer(model)} heads per layer after pruning; the maps of "

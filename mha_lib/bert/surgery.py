@@ -9,14 +9,21 @@ after pruning still use original indices. Masks follow the library's one convent
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 
 import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
-from mha_lib.bert.loading import _layers, _num_heads
-from mha_lib.core.multihead import MultiHeadAttention, _keep_inputs, _keep_outputs, head_features
+from mha_lib.bert.loading import encoder_layers, num_heads
+from mha_lib.core.head_removal import (
+    head_features,
+    keep_input_features,
+    keep_output_features,
+    slots_of,
+    surviving_heads_per_layer,
+)
+from mha_lib.core.multihead import MultiHeadAttention
 
 
 def _kept_heads(self_attention: nn.Module) -> list[int]:
@@ -37,9 +44,9 @@ def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
     padding are untouched, and gradients flow to ``mask`` (Michel et al. 2019
     importance scores are those gradients).
     """
-    layers = _layers(model)
+    layers = encoder_layers(model)
     check_floating(mask, "mask")
-    expected = (len(layers), _num_heads(model))
+    expected = (len(layers), num_heads(model))
     if mask.dim() not in (2, 3) or tuple(mask.shape[-2:]) != expected:
         raise ValueError(
             f"mask must have shape (layers, heads) = {expected} or (batch, *{expected}), "
@@ -79,60 +86,38 @@ def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
             handle.remove()
 
 
-def prune_heads(model: nn.Module, heads: Mapping[int, Sequence[int]]) -> None:
+def prune_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> None:
     """Remove heads physically: their query/key/value rows and output-dense columns go.
 
-    ``heads`` maps a layer index to head indices in the *original* numbering
-    (as transformers 4 did), so a head-importance table can be pruned in
-    several rounds; heads already removed are ignored. The result equals
-    masking those heads with zeros, with fewer parameters and less compute.
-    At least one head per layer must remain (use :func:`head_mask` with zeros
-    to silence a whole layer).
+    ``heads`` maps a layer index to head indices in the *original* numbering (as
+    transformers 4 did), so a head-importance table can be pruned in several rounds. The
+    result equals masking those heads with zeros, with fewer parameters and less compute.
+    The rules of :mod:`mha_lib.core.head_removal` apply: a head out of range or already
+    removed is a ValueError, and so is removing a layer's last head (use :func:`head_mask`
+    with zeros to silence a whole layer); the whole plan is checked before any layer
+    changes.
     """
-    layers = _layers(model)
-    if not isinstance(heads, Mapping):
-        raise TypeError(f"heads must be a mapping {{layer: [heads]}}, got {type(heads).__name__}")
-    n_heads = _num_heads(model)
-    plan: dict[int, set[int]] = {}
-    for layer, drop in heads.items():
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):
-            raise ValueError(f"layer index {layer!r} is out of range for {len(layers)} layers")
-        if isinstance(drop, str) or not isinstance(drop, Sequence | set | frozenset):
-            raise TypeError(f"heads[{layer}] must be a list of head indices, got {drop!r}")
-        for h in drop:
-            if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < n_heads:
-                raise ValueError(
-                    f"heads[{layer}] has head {h!r}, expected ints in 0 … {n_heads - 1}"
-                )
-        kept = _kept_heads(layers[layer].attention.self)
-        if not set(kept) - set(drop):
-            raise ValueError(
-                f"cannot prune every head of layer {layer}; mask the layer with head_mask instead"
-            )
-        plan[layer] = set(drop)
-    for layer, drop in plan.items():
+    layers = encoder_layers(model)
+    present = [_kept_heads(layer.attention.self) for layer in layers]
+    survivors = surviving_heads_per_layer(heads, present, num_heads(model))
+    for layer, remaining in survivors.items():
         sa = layers[layer].attention.self
         output = layers[layer].attention.output
-        kept = _kept_heads(sa)
-        remaining = [h for h in kept if h not in drop]
-        if len(remaining) == len(kept):
-            continue
-        dh = sa.attention_head_size
-        positions = [kept.index(h) for h in remaining]  # current slots of the survivors
-        idx = head_features(positions, dh, sa.query.weight.device)
-        sa.query = _keep_outputs(sa.query, idx)
-        sa.key = _keep_outputs(sa.key, idx)
-        sa.value = _keep_outputs(sa.value, idx)
-        output.dense = _keep_inputs(output.dense, idx)
+        slots = slots_of(present[layer], remaining)  # where the survivors sit now
+        idx = head_features(slots, sa.attention_head_size, sa.query.weight.device)
+        sa.query = keep_output_features(sa.query, idx)
+        sa.key = keep_output_features(sa.key, idx)
+        sa.value = keep_output_features(sa.value, idx)
+        output.dense = keep_input_features(output.dense, idx)
         # BertSelfAttention reshapes with -1 heads, so only these bookkeeping attributes change.
         sa.num_attention_heads = len(remaining)
-        sa.all_head_size = len(remaining) * dh
+        sa.all_head_size = len(remaining) * sa.attention_head_size
         sa.mha_lib_kept_heads = remaining
 
 
 def kept_heads(model: nn.Module) -> list[list[int]]:
     """Per layer, the original indices of the heads still present (all, until pruned)."""
-    return [_kept_heads(layer.attention.self) for layer in _layers(model)]
+    return [_kept_heads(layer.attention.self) for layer in encoder_layers(model)]
 
 
 def heads_per_layer(model: nn.Module) -> list[int]:
@@ -150,7 +135,7 @@ def mha_from_layer(model: nn.Module, layer: int) -> MultiHeadAttention:
     its per-head weights equal transformers' attention probabilities and its
     output equals ``attention.output.dense`` before dropout, residual and LayerNorm.
     """
-    layers = _layers(model)
+    layers = encoder_layers(model)
     if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):
         raise ValueError(f"layer must be an int in 0 … {len(layers) - 1}, got {layer!r}")
     sa = layers[layer].attention.self

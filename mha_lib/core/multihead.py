@@ -8,8 +8,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha_lib._checks import check_floating, check_rank
+from mha_lib._checks import check_floating, check_positive_int, check_rank
 from mha_lib.core.attention import scaled_dot_product_attention
+from mha_lib.core.head_removal import (
+    head_features,
+    keep_input_features,
+    keep_output_features,
+    slots_of,
+    surviving_heads,
+)
 from mha_lib.core.heads import merge_heads, split_heads
 from mha_lib.core.masks import and_masks, blocked_rows, combine_masks
 
@@ -54,9 +61,8 @@ class MultiHeadAttention(nn.Module):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        for name, value in (("d_model", d_model), ("num_heads", num_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int("d_model", d_model)
+        check_positive_int("num_heads", num_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
         if not 0.0 <= dropout < 1.0:
@@ -185,34 +191,24 @@ class MultiHeadAttention(nn.Module):
     def prune_heads(self, heads: Iterable[int]) -> None:
         """Remove heads physically: their q/k/v rows and ``out_proj`` columns go.
 
-        Indices are *original* head indices (0 … ``original_num_heads`` − 1), as in
-        `mha_lib.bert.prune_heads` and transformers 4, so a table of head scores can be
-        pruned in several rounds; heads already removed are ignored. The result equals
-        masking those heads with a zero ``head_mask``, with fewer parameters and less
-        compute. At least one head must remain.
+        ``heads`` are *original* indices (0 … ``original_num_heads`` − 1), as in
+        `mha_lib.bert.prune_heads`, so a table of head scores can be pruned in several
+        rounds. The result equals masking those heads with a zero ``head_mask``, with fewer
+        parameters and less compute. The rules of :mod:`mha_lib.core.head_removal` apply: a
+        head that is out of range or already removed is a ValueError, and so is removing
+        the last head; a refused call changes nothing.
         """
-        drop = set()
-        for h in heads:
-            if isinstance(h, bool) or not isinstance(h, int):
-                raise TypeError(f"heads must contain ints, got {h!r}")
-            if not 0 <= h < self.original_num_heads:
-                raise ValueError(
-                    f"head index {h} is out of range for {self.original_num_heads} heads"
-                )
-            drop.add(h)
-        drop &= set(self.kept_heads)  # already removed: nothing to do
-        if not drop:
+        remaining = surviving_heads(self.kept_heads, heads, self.original_num_heads)
+        if len(remaining) == self.num_heads:
             return
-        if len(drop) == self.num_heads:
-            raise ValueError(f"cannot prune all {self.num_heads} heads; at least one must remain")
-        slots = [i for i, h in enumerate(self.kept_heads) if h not in drop]
+        slots = slots_of(self.kept_heads, remaining)  # where the survivors sit now
         idx = head_features(slots, self.d_head, self.q_proj.weight.device)
-        self.q_proj = _keep_outputs(self.q_proj, idx)
-        self.k_proj = _keep_outputs(self.k_proj, idx)
-        self.v_proj = _keep_outputs(self.v_proj, idx)
-        self.out_proj = _keep_inputs(self.out_proj, idx)
-        self.kept_heads = [h for h in self.kept_heads if h not in drop]
-        self.num_heads = len(self.kept_heads)
+        self.q_proj = keep_output_features(self.q_proj, idx)
+        self.k_proj = keep_output_features(self.k_proj, idx)
+        self.v_proj = keep_output_features(self.v_proj, idx)
+        self.out_proj = keep_input_features(self.out_proj, idx)
+        self.kept_heads = remaining
+        self.num_heads = len(remaining)
 
     def extra_repr(self) -> str:
         pruned = "" if self.num_heads == self.original_num_heads else f", kept={self.kept_heads}"
@@ -248,39 +244,3 @@ class MultiHeadAttention(nn.Module):
         kept = head_mask[..., self.kept_heads]  # (H_kept,) or (B, H_kept)
         return kept.reshape(-1, self.num_heads, 1, 1)
 
-
-def head_features(slots: list[int], d_head: int, device: torch.device) -> torch.Tensor:
-    """Indices of the projected features that belong to the heads in ``slots``.
-
-    Head ``h`` owns features ``h·d_head … (h+1)·d_head − 1`` (see `split_heads`),
-    so keeping heads means keeping these rows of q/k/v and columns of the output.
-    """
-    return torch.cat(
-        [torch.arange(h * d_head, (h + 1) * d_head, device=device) for h in slots]
-    )  # (len(slots) · d_head,)
-
-
-def _factory(linear: nn.Linear) -> dict[str, object]:
-    return {
-        "bias": linear.bias is not None,
-        "device": linear.weight.device,
-        "dtype": linear.weight.dtype,
-    }
-
-
-def _keep_outputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
-    new = nn.Linear(linear.in_features, len(idx), **_factory(linear))
-    with torch.no_grad():
-        new.weight.copy_(linear.weight[idx])
-        if linear.bias is not None:
-            new.bias.copy_(linear.bias[idx])
-    return new
-
-
-def _keep_inputs(linear: nn.Linear, idx: torch.Tensor) -> nn.Linear:
-    new = nn.Linear(len(idx), linear.out_features, **_factory(linear))
-    with torch.no_grad():
-        new.weight.copy_(linear.weight[:, idx])
-        if linear.bias is not None:
-            new.bias.copy_(linear.bias)
-    return new

@@ -16,6 +16,7 @@ import torch
 
 from mha_lib._checks import check_floating, check_tensor
 from mha_lib.analysis.softmax_stats import entropy
+from mha_lib.core.head_hooks import heads_scaled
 from mha_lib.core.multihead import MultiHeadAttention
 
 HEAD_STATES = ("collapsed", "uniform", "active")
@@ -224,9 +225,11 @@ def ablation_accuracy(
     """Accuracy on one batch as it is and with each head silenced in turn.
 
     Returns ``{"accuracy": a, "without_head": [[accuracy with head h of layer l zeroed]]}``.
-    A head is silenced by a zero ``head_mask`` entry, which removes its output before
-    ``out_proj`` — the same as zeroing its columns of ``out_proj``. A head the model does
-    not use costs nothing when silenced; the drop measures how much the model relies on it.
+    A head is silenced by a zero ``head_mask`` entry, injected from outside the model
+    (:func:`mha_lib.core.head_hooks.heads_scaled`, as the pruning adapters do), which
+    removes its output before ``out_proj`` — the same as zeroing its columns of
+    ``out_proj``. A head the model does not use costs nothing when silenced; the drop
+    measures how much the model relies on it.
     """
     attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     if not attentions:
@@ -244,17 +247,11 @@ def ablation_accuracy(
         for attention in attentions:
             row = []
             for head in attention.kept_heads:  # original numbering, as head_mask has it
-                mask = torch.ones(attention.original_num_heads)
-                mask[head] = 0.0
-
-                def silence(_module, args, kwargs, mask=mask):  # noqa: ANN001, ANN202
-                    return args, {**kwargs, "head_mask": mask}
-
-                handle = attention.register_forward_pre_hook(silence, with_kwargs=True)
-                try:
+                device = attention.out_proj.weight.device
+                head_mask = torch.ones(attention.original_num_heads, device=device)
+                head_mask[head] = 0.0  # silence this head alone
+                with heads_scaled([attention], [head_mask]):
                     row.append(accuracy())
-                finally:
-                    handle.remove()
             report["without_head"].append(row)
     finally:
         model.train(was_training)

@@ -8,11 +8,13 @@ read every layer's per-head attention maps back for analysis.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from mha_lib._checks import check_rank, check_tensor
+from mha_lib._checks import check_positive_int, check_rank, check_tensor
+from mha_lib.core.head_removal import head_features, slots_of
 from mha_lib.core.heads import split_heads
 from mha_lib.core.multihead import MultiHeadAttention
 
@@ -29,10 +31,11 @@ def scale_attention_(
     """Multiply the weights of some projections of some heads of ``attention``, in place.
 
     ``projections`` names any of ``"q"``, ``"k"``, ``"v"`` (the query, key and value
-    projections); ``heads`` lists heads by index (``None``: all of them). Head ``h`` owns
-    the output features ``h·d_head … (h+1)·d_head − 1`` of each projection, i.e. those
-    rows of its weight (:func:`mha_lib.core.heads.split_heads`), so scaling them changes
-    that head alone. Biases are left alone. ``scale`` may be 0: with ``W_q = W_k = 0``
+    projections); ``heads`` lists present heads by original index, as everywhere in the
+    library (``None``: all of them). A head owns ``d_head`` output features of each
+    projection, i.e. those rows of its weight
+    (:func:`mha_lib.core.head_removal.head_features`), so scaling them changes that head
+    alone. Biases are left alone. ``scale`` may be 0: with ``W_q = W_k = 0``
     (and zero biases) every score is 0, the attention is uniform and the gradient of
     each of the two, which is proportional to the other, is exactly 0, so training
     keeps them at 0 — a model that cannot attend by content.
@@ -47,7 +50,13 @@ def scale_attention_(
     ):
         raise ValueError(f"scale must be a finite number >= 0, got {scale!r}")
     chosen = _check_projections(projections)
-    rows = _head_rows(heads, attention.num_heads, attention.d_head)
+    rows = _head_rows(
+        heads,
+        attention.kept_heads,
+        attention.original_num_heads,
+        attention.d_head,
+        attention.q_proj.weight.device,
+    )
     with torch.no_grad():
         for name in chosen:
             weight = getattr(attention, f"{name}_proj").weight  # (D_out, D_in)
@@ -68,8 +77,14 @@ def _check_projections(projections: object) -> tuple[str, ...]:
     return tuple(projections)
 
 
-def _head_rows(heads: object, num_heads: int, d_head: int) -> torch.Tensor | None:
-    """The weight rows owned by ``heads`` (``None`` for every head)."""
+def _head_rows(
+    heads: object,
+    present: Sequence[int],
+    num_heads: int,
+    d_head: int,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor | None:
+    """The weight rows owned by ``heads`` (original indices among ``present``; ``None``: all)."""
     if heads is None:
         return None
     if isinstance(heads, str) or not isinstance(heads, tuple | list):
@@ -84,7 +99,10 @@ def _head_rows(heads: object, num_heads: int, d_head: int) -> torch.Tensor | Non
         raise ValueError(
             f"heads must be distinct indices in [0, {num_heads}) and not empty, got {heads!r}"
         )
-    return torch.cat([torch.arange(h * d_head, (h + 1) * d_head) for h in heads])
+    absent = [h for h in heads if h not in present]
+    if absent:
+        raise ValueError(f"heads {absent} are pruned; present heads: {list(present)}")
+    return head_features(slots_of(present, heads), d_head, device)
 
 
 class Block(nn.Module):
@@ -146,8 +164,7 @@ class ToyTransformer(nn.Module):
             ("num_layers", num_layers),
             ("mlp_ratio", mlp_ratio),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, value)
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
         if not (isinstance(init_scale, int | float) and math.isfinite(init_scale)) or (
@@ -156,7 +173,7 @@ class ToyTransformer(nn.Module):
             raise ValueError(f"init_scale must be a positive finite number, got {init_scale!r}")
         _check_projections(init_projections)
         if d_model % num_heads == 0:
-            _head_rows(init_heads, num_heads, d_model // num_heads)
+            _head_rows(init_heads, range(num_heads), num_heads, d_model // num_heads)
         self.vocab_size = vocab_size
         self.max_len = max_len
         self.readout = readout

@@ -13,7 +13,8 @@ of chapter 4) and :class:`BertHeads` for a BERT-family transformers model.
 - :func:`ablation_scores`: the loss change when one head alone is masked, the
   slow quantity that the gradient is a first-order proxy for.
 - :func:`pruning_curve`: prune ``step`` heads, re-score, repeat; by importance,
-  in reverse, or at random. A layer always keeps one head unless asked otherwise.
+  in reverse, or at random. A layer always keeps one head: pruning never empties a layer
+  (the rules are :mod:`mha_lib.core.head_removal`'s, shared with the models' own pruning).
 - :func:`one_head_per_layer`: keep one head in one layer, all others intact.
 - :func:`even_plan`: the same share of heads from every layer, for latency; what
   removal saves is measured by :mod:`mha_lib.analysis.cost`.

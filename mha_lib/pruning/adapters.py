@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
+from mha_lib.core.head_hooks import heads_scaled
+from mha_lib.core.head_removal import surviving_heads_per_layer
 from mha_lib.core.multihead import MultiHeadAttention
 
 LossFn = Callable[[nn.Module, Any], torch.Tensor]
@@ -27,26 +29,22 @@ MetricFn = Callable[[nn.Module, Sequence[Any]], float]
 
 @dataclass
 class HeadAdapter:
-    """Shared bookkeeping: original head numbering, silenced heads, loss and metric under them."""
+    """Shared bookkeeping: original head numbering, head masks, pruning, loss and metric."""
 
     model: nn.Module
     loss_fn: LossFn
     metric_fn: MetricFn
     num_layers: int = 0
     num_heads: int = 0
-    allow_empty_layers: bool = False
     # Model input rows that make one example (e.g. 8 for a retrieval group); the loss of
     # one example must depend on its own rows only.
     rows_per_example: int = 1
-    # Heads a caller removed although they were the last of their layer: they cannot
-    # leave physically, so they stay as zero-masked weights.
-    silenced: set[tuple[int, int]] = field(default_factory=set)
 
     # --- to implement per model family
     def kept_heads(self) -> list[list[int]]:
         raise NotImplementedError
 
-    def _raw_mask(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
+    def _scale_heads(self, head_mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
     def _remove(self, plan: dict[int, list[int]]) -> None:
@@ -63,19 +61,19 @@ class HeadAdapter:
         return torch.ones(*batch, self.num_layers, self.num_heads, device=self.device)
 
     def present(self) -> torch.Tensor:
-        """``(L, H)`` bool on the CPU (bookkeeping): True for heads still doing work."""
-        alive = torch.zeros(self.num_layers, self.num_heads, dtype=torch.bool, device="cpu")
+        """``(L, H)`` bool on the CPU (bookkeeping): True for heads not pruned."""
+        present = torch.zeros(self.num_layers, self.num_heads, dtype=torch.bool, device="cpu")
         for layer, kept in enumerate(self.kept_heads()):
-            alive[layer, kept] = True
-        for layer, head in self.silenced:
-            alive[layer, head] = False
-        return alive
+            present[layer, kept] = True
+        return present
 
     def masked(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         """Scale each head's output by ``mask[layer, head]`` (original numbering) in the block.
 
-        ``mask`` is ``(L, H)``, or ``(B, L, H)`` for one mask per input row (the
-        library's convention, :mod:`mha_lib.core.masks`).
+        ``mask`` is a float head mask (1 keeps a head as it is, 0 silences it), ``(L, H)``,
+        or ``(B, L, H)`` for one mask per input row (the library's convention,
+        :mod:`mha_lib.core.masks`). Zeros for every head of a layer switch the layer off,
+        which pruning never does (:mod:`mha_lib.core.head_removal`).
         """
         check_floating(mask, "mask")
         nl, nh = self.num_layers, self.num_heads
@@ -84,12 +82,7 @@ class HeadAdapter:
                 f"mask must have shape (layers, heads) = ({nl}, {nh}) or (batch, layers, heads), "
                 f"got {tuple(mask.shape)}"
             )
-        if self.silenced:
-            keep = torch.ones(nl, nh, dtype=mask.dtype, device=mask.device)
-            for layer, head in self.silenced:
-                keep[layer, head] = 0.0
-            mask = mask * keep  # ([B,] L, H)
-        return self._raw_mask(mask)
+        return self._scale_heads(mask)
 
     def rows(self, batch: Any) -> int:  # noqa: ANN401 - any batch type
         """Number of model input rows in ``batch`` (first tensor's first dimension, or len)."""
@@ -97,66 +90,30 @@ class HeadAdapter:
             return int(batch[0].shape[0])
         return len(batch)
 
-    @contextlib.contextmanager
-    def as_pruned(self) -> Iterator[None]:
-        """Run the model as pruned so far: heads that had to stay as weights are switched off.
-
-        Wrap any direct use of ``adapter.model`` (e.g. computing embeddings) in it.
-        """
-        if self.silenced:
-            with self.masked(self.ones()):
-                yield
-        else:
-            yield
-
     def loss(self, batch: Any) -> torch.Tensor:  # noqa: ANN401 - any batch type
-        """The differentiable mean loss of one batch, silenced heads switched off."""
-        with self.as_pruned():
-            return self.loss_fn(self.model, batch).mean()
+        """The differentiable mean loss of one batch."""
+        return self.loss_fn(self.model, batch).mean()
 
     def metric(self, batches: Sequence[Any]) -> float:
-        """The metric over ``batches`` (higher is better), silenced heads switched off."""
-        with self.as_pruned(), torch.inference_mode():
+        """The metric over ``batches`` (higher is better)."""
+        with torch.inference_mode():
             return float(self.metric_fn(self.model, batches))
 
-    def prune(self, heads: Mapping[int, Sequence[int]]) -> None:
-        """Remove heads (original numbering); refuse to empty a layer unless allowed."""
-        if not isinstance(heads, Mapping):
-            raise TypeError(f"heads must be a mapping {{layer: [heads]}}, got {type(heads)}")
-        alive = self.present()
-        plan: dict[int, list[int]] = {}
-        for layer, drop in heads.items():
-            if isinstance(layer, bool) or not isinstance(layer, int):
-                raise TypeError(f"layer indices must be ints, got {layer!r}")
-            if not 0 <= layer < self.num_layers:
-                raise ValueError(f"layer {layer} is out of range for {self.num_layers} layers")
-            drop = sorted(set(drop))
-            for h in drop:
-                if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < self.num_heads:
-                    raise ValueError(
-                        f"heads[{layer}] has head {h!r}, expected ints in 0 … {self.num_heads - 1}"
-                    )
-                if not alive[layer, h]:
-                    raise ValueError(f"head {h} of layer {layer} is already pruned")
-            if drop and len(drop) >= int(alive[layer].sum()) and not self.allow_empty_layers:
-                raise ValueError(
-                    f"pruning heads {drop} would remove every head of layer {layer}; "
-                    "pass allow_empty_layers=True to the adapter to allow it"
-                )
-            plan[layer] = drop
-        physical: dict[int, list[int]] = {}
-        kept = self.kept_heads()
-        for layer, drop in plan.items():
-            remaining = [h for h in kept[layer] if h not in drop]
-            if remaining:
-                physical[layer] = drop
-            else:  # the last head stays as weights but is switched off for good
-                last = kept[layer][-1]
-                physical[layer] = [h for h in drop if h != last]
-                self.silenced.add((layer, last))
-        physical = {k: v for k, v in physical.items() if v}
-        if physical:
-            self._remove(physical)
+    def prune(self, heads: Mapping[int, Iterable[int]]) -> None:
+        """Remove heads ``{layer: [heads]}`` (original numbering) physically.
+
+        The rules of :mod:`mha_lib.core.head_removal`, as for the model's own pruning: a head
+        out of range or already pruned is a ValueError, and so is removing a layer's last
+        head; the whole plan is checked before any layer changes.
+        """
+        present = self.kept_heads()
+        survivors = surviving_heads_per_layer(heads, present, self.num_heads)
+        plan = {
+            layer: [h for h in present[layer] if h not in remaining]
+            for layer, remaining in survivors.items()
+        }
+        if plan:
+            self._remove(plan)
 
     def clone(self) -> HeadAdapter:
         """A deep copy (model included) to prune without touching the original."""
@@ -168,8 +125,8 @@ class MHAHeads(HeadAdapter):
     """Adapter for any model whose attention is `mha_lib.MultiHeadAttention` modules.
 
     ``loss_fn(model, batch)`` returns differentiable per-row losses ``(B,)``; ``metric_fn(model,
-    batches)`` a float, higher is better. Masks are injected into every
-    attention module's ``head_mask`` argument by a forward pre-hook, so the
+    batches)`` a float, higher is better. Masks reach every attention module's
+    ``head_mask`` argument through a forward pre-hook (`mha_lib.core.head_hooks`), so the
     model's own ``forward`` needs no head-mask argument. Layers are the
     attention modules in ``model.modules()`` order.
     """
@@ -192,26 +149,9 @@ class MHAHeads(HeadAdapter):
     def kept_heads(self) -> list[list[int]]:
         return [list(a.kept_heads) for a in self.attentions]
 
-    @contextlib.contextmanager
-    def _raw_mask(self, mask: torch.Tensor) -> Iterator[None]:
-        def make_hook(layer: int):  # noqa: ANN202 - a torch hook
-            def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-                scale = mask[..., layer, :]  # (H,) or (B, H), original numbering
-                given = kwargs.get("head_mask")
-                kwargs = {**kwargs, "head_mask": scale if given is None else given * scale}
-                return args, kwargs
-
-            return hook
-
-        handles = [
-            attn.register_forward_pre_hook(make_hook(i), with_kwargs=True)
-            for i, attn in enumerate(self.attentions)
-        ]
-        try:
-            yield
-        finally:
-            for handle in handles:
-                handle.remove()
+    def _scale_heads(self, head_mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
+        attns = self.attentions
+        return heads_scaled(attns, [head_mask[..., layer, :] for layer in range(len(attns))])
 
     def _remove(self, plan: dict[int, list[int]]) -> None:
         attns = self.attentions
@@ -235,10 +175,10 @@ class BertHeads(HeadAdapter):
 
         return bert.kept_heads(self.model)
 
-    def _raw_mask(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
+    def _scale_heads(self, head_mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
         from mha_lib import bert
 
-        return bert.head_mask(self.model, mask)  # (L, H) or (B, L, H), as here
+        return bert.head_mask(self.model, head_mask)  # (L, H) or (B, L, H), as here
 
     def _remove(self, plan: dict[int, list[int]]) -> None:
         from mha_lib import bert

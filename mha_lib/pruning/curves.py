@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
+from mha_lib._checks import check_batches, check_positive_int
 from mha_lib.pruning.adapters import HeadAdapter
-from mha_lib.pruning.scores import _check_batches, head_importance
+from mha_lib.pruning.scores import head_importance
 
 ORDERS = ("importance", "random", "reverse")
 
@@ -54,23 +55,24 @@ def select_heads(
     count: int,
     *,
     largest: bool = False,
-    allow_empty_layers: bool = False,
+    include_last_heads: bool = False,
 ) -> list[tuple[int, int]]:
     """The ``count`` present heads with the lowest (or highest) scores, never a layer's last.
 
-    Ties and NaN are broken by position; a head is skipped when taking it would
-    leave its layer empty, unless ``allow_empty_layers``. Asking for more heads
-    than can go raises a ValueError.
+    Ties and NaN are broken by position; a head is skipped when taking it would leave its
+    layer empty (pruning refuses that, :mod:`mha_lib.core.head_removal`), unless
+    ``include_last_heads``, which ranks every present head (to order the survivors of a
+    curve). Asking for more heads than can go raises a ValueError.
     """
     if tuple(scores.shape) != tuple(alive.shape):
         raise ValueError(f"scores {tuple(scores.shape)} and alive {tuple(alive.shape)} differ")
     flat = scores.flatten().double().nan_to_num(nan=float("inf") if not largest else -float("inf"))
     ranking = flat.argsort(descending=largest, stable=True).tolist()
-    return _take(ranking, alive, count, allow_empty_layers)
+    return _take(ranking, alive, count, include_last_heads)
 
 
 def _take(
-    ranking: list[int], alive: torch.Tensor, count: int, allow_empty_layers: bool
+    ranking: list[int], alive: torch.Tensor, count: int, include_last_heads: bool
 ) -> list[tuple[int, int]]:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValueError(f"count must be a non-negative int, got {count!r}")
@@ -83,24 +85,21 @@ def _take(
         layer, head = divmod(index, num_heads)
         if not alive[layer, head]:
             continue
-        if left[layer] <= 1 and not allow_empty_layers:
+        if left[layer] <= 1 and not include_last_heads:
             continue
         chosen.append((layer, head))
         left[layer] -= 1
     if len(chosen) < count:
         raise ValueError(
             f"cannot prune {count} heads: only {len(chosen)} can go without removing the last "
-            "head of a layer (allow_empty_layers=True removes them too)"
+            "head of a layer, which pruning refuses"
         )
     return chosen
 
 
 def prunable_count(heads: HeadAdapter) -> int:
-    """How many heads can still be removed (one per layer stays unless empty layers are allowed)."""
-    alive = heads.present()
-    per_layer = alive.sum(-1)
-    if heads.allow_empty_layers:
-        return int(per_layer.sum())
+    """How many heads can still be removed: all but one per layer."""
+    per_layer = heads.present().sum(-1)
     return int((per_layer - 1).clamp_min(0).sum())
 
 
@@ -125,11 +124,10 @@ def pruning_curve(
     """
     if rule not in ORDERS:
         raise ValueError(f"rule must be one of {ORDERS}, got {rule!r}")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(f"step must be a positive int, got {step!r}")
-    _check_batches(batches)
+    check_positive_int("step", step)
+    check_batches(batches)
     eval_batches = batches if eval_batches is None else eval_batches
-    _check_batches(eval_batches, "eval_batches")
+    check_batches(eval_batches, "eval_batches")
     work = heads.clone()
     limit = prunable_count(work) if max_pruned is None else min(max_pruned, prunable_count(work))
     extra = dict(extra or {})
@@ -148,15 +146,9 @@ def pruning_curve(
     def next_heads(count: int) -> list[tuple[int, int]]:
         alive = work.present()
         if rule == "random":
-            return _take(permutation, alive, count, work.allow_empty_layers)
+            return _take(permutation, alive, count, False)
         scores = head_importance(work, batches)
-        return select_heads(
-            scores,
-            alive,
-            count,
-            largest=rule == "reverse",
-            allow_empty_layers=work.allow_empty_layers,
-        )
+        return select_heads(scores, alive, count, largest=rule == "reverse")
 
     result = PruningCurve(
         rule, seed if rule == "random" else None, [0], [], {n: [] for n in extra}, [], total
@@ -179,7 +171,7 @@ def pruning_curve(
     else:
         scores = head_importance(work, batches)
         survivors = select_heads(
-            scores, alive, int(alive.sum()), largest=rule == "reverse", allow_empty_layers=True
+            scores, alive, int(alive.sum()), largest=rule == "reverse", include_last_heads=True
         )
     never_present = [
         (layer, head)
@@ -234,7 +226,7 @@ def one_head_per_layer(
     Michel et al. (2019, table 2) ran this test layer by layer; masking is
     used here (physically pruning the same heads gives the same numbers).
     """
-    _check_batches(eval_batches, "eval_batches")
+    check_batches(eval_batches, "eval_batches")
     if len(keep) != heads.num_layers:
         raise ValueError(f"keep must name one head per layer ({heads.num_layers}), got {len(keep)}")
     alive = heads.present()

@@ -8,12 +8,8 @@ from typing import Any
 
 import torch
 
+from mha_lib._checks import check_batches
 from mha_lib.pruning.adapters import HeadAdapter
-
-
-def _check_batches(batches: Sequence[Any], name: str = "batches") -> None:
-    if isinstance(batches, str | bytes) or not isinstance(batches, Sequence) or not batches:
-        raise ValueError(f"{name} must be a non-empty list of batches")
 
 
 def head_importance(
@@ -29,7 +25,7 @@ def head_importance(
     With ``normalize`` each layer's scores are divided by their l2 norm, as the
     paper does so that layers are comparable when ranking heads model-wide.
     """
-    _check_batches(batches)
+    check_batches(batches)
     was_training = heads.model.training
     heads.model.eval()  # no dropout: the score is a property of the model, not of a mask draw
     nl, nh = heads.num_layers, heads.num_heads
@@ -69,7 +65,7 @@ def head_importance(
 
 def mean_loss(heads: HeadAdapter, batches: Sequence[Any]) -> float:
     """Mean over batches of the loss, without gradients."""
-    _check_batches(batches)
+    check_batches(batches)
     with torch.inference_mode():
         return statistics.fmean(float(heads.loss(b)) for b in batches)
 
@@ -93,10 +89,10 @@ def ablation_effects(
     difference is that of the per-row differences: small when masking moves every item a
     little the same way, large when it only reshuffles them. NaN for absent heads.
     """
-    _check_batches(batches)
+    check_batches(batches)
 
     def row_losses() -> torch.Tensor:
-        with heads.as_pruned(), torch.inference_mode():
+        with torch.inference_mode():
             return torch.cat(
                 [heads.loss_fn(heads.model, b).reshape(-1).double().cpu() for b in batches]
             )  # (N,)
