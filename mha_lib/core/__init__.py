@@ -7,6 +7,10 @@ Everything the book's claims rest on, proven equal to torch (``tests/test_attent
 - :mod:`~mha_lib.core.multihead`: :class:`MultiHeadAttention` (explicit and fused paths,
   head masks, pruning);
 - :mod:`~mha_lib.core.masks`: the one mask convention, and the helpers that apply it;
+- :mod:`~mha_lib.core.head_removal`: the one set of rules for pruning heads, wherever it
+  happens, and the weight slicing it shares;
+- :mod:`~mha_lib.core.head_hooks`: :func:`~mha_lib.core.head_hooks.heads_scaled`, head masks
+  injected into a model's attention modules from outside;
 - :mod:`~mha_lib.core.positions`: :func:`sinusoidal_positions`, the fixed position codes;
 - :mod:`~mha_lib.core.reference`: the slow, obvious versions benchmarks compare against.
 """
