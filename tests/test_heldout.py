@@ -40,17 +40,6 @@ def test_groups_keep_an_items_arcs_together():
     assert best.head == 1 and best.selected == 1.0 and best.reported == 0.25
 
 
-def test_bootstrap_ci_by_hand():
-    assert ho.bootstrap_ci(torch.full((10,), 0.3)) == pytest.approx((0.3, 0.3))
-    values = torch.tensor([0.0, 1.0] * 50)
-    lo, hi = ho.bootstrap_ci(values, n_boot=4000)
-    # binomial standard error sqrt(0.25 / 100) = 0.05: the 95 % interval is about ±0.1
-    assert lo == pytest.approx(0.4, abs=0.03) and hi == pytest.approx(0.6, abs=0.03)
-    # by group: ten groups of ten identical items behave like ten items, a wider interval
-    grouped = ho.bootstrap_ci(values.sort().values, groups=[i // 10 for i in range(100)])
-    assert grouped[1] - grouped[0] > hi - lo
-
-
 def test_selecting_the_best_of_many_heads_on_noise_overstates_it():
     gen = torch.Generator().manual_seed(0)
     hits = torch.rand(400, 6, 12, generator=gen) < 0.5  # coin flips: every head at 50 %
@@ -78,8 +67,6 @@ def test_best_rule_and_paired_gain_by_hand():
         (lambda: ho.best_head(torch.zeros(4, 2), [0], [1]), r"\(N, L, H\)"),
         (lambda: ho.best_head(torch.zeros(4, 1, 1), [], [1]), "both halves"),
         (lambda: ho.best_head(torch.zeros(4, 1, 1), [0], [1], layer=3), "layer"),
-        (lambda: ho.bootstrap_ci(torch.zeros(3), groups=[0, 1]), "one group per item"),
-        (lambda: ho.bootstrap_ci(torch.zeros(3), level=1.5), "level"),
     ],
 )
 def test_bad_inputs(call, match):

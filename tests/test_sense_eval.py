@@ -5,7 +5,6 @@ the generator's own bookkeeping; the probe against scikit-learn's own decision f
 loss against an explicit cross-entropy; the floor against the definition of attention.
 """
 
-import math
 import re
 
 import pytest
@@ -119,17 +118,6 @@ def test_without_attention_the_target_state_ignores_its_context(tiny):
     with torch.no_grad():
         states = se.target_states(model, a)
     assert not torch.allclose(states[0], states[1])
-
-
-def test_bootstrap_interval_brackets_the_mean():
-    correct = torch.tensor([True] * 70 + [False] * 30)
-    low, high = se.bootstrap_interval(correct)
-    assert low < 0.7 < high and high - low == pytest.approx(
-        2 * 1.96 * math.sqrt(0.21 / 100), abs=0.04
-    )
-    assert se.bootstrap_interval(torch.ones(5, dtype=torch.bool)) == (1.0, 1.0)
-    with pytest.raises(ValueError, match="non-empty"):
-        se.bootstrap_interval(torch.ones(0, dtype=torch.bool))
 
 
 def test_lexical_baselines_learn_words_but_cannot_transfer_them():

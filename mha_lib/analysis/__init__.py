@@ -13,6 +13,7 @@ independent tools, imported module by module:
 - :mod:`~mha_lib.analysis.coref_probe`, :mod:`~mha_lib.analysis.similarity_probe`: items
   whose answer is known by construction;
 - :mod:`~mha_lib.analysis.heldout`: choose on one half, report on the other, with intervals;
+- :mod:`~mha_lib.analysis.bootstrap`: the one bootstrap interval every quoted score uses;
 - :mod:`~mha_lib.analysis.sense_eval`: the word-sense test that pruning is measured on;
 - :mod:`~mha_lib.analysis.cost`: parameters, FLOPs, map bytes; and
   :mod:`~mha_lib.analysis.timing`: timing several ways of computing the same thing fairly.

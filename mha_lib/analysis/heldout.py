@@ -4,8 +4,9 @@ Choosing the best of 72 heads and scoring it on the same items overstates it: on
 pure noise the maximum of 72 coin-flip accuracies sits well above 50 %. So every
 probe in chapter 5 splits its items (or sentences) into two halves, *selects* the
 head on one and *reports* it on the other, and gives a percentile bootstrap
-interval over the reported half, resampling whole groups (sentences) when the
-items are arcs of shared sentences.
+interval over the reported half (:func:`~mha_lib.analysis.bootstrap.bootstrap_ci`, the
+library's one bootstrap, importable from here too), resampling whole groups (sentences)
+when the items are arcs of shared sentences.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from mha_lib._checks import check_positive_int, check_tensor
+from mha_lib.analysis.bootstrap import bootstrap_ci
 
 
 def split_halves(n_groups: int, seed: int = 0) -> tuple[list[int], list[int]]:
@@ -46,37 +48,6 @@ def _rows(groups: Sequence[int] | None, n: int, members: Sequence[int]) -> torch
     if groups is None:
         return torch.tensor(sorted(i for i in keep if 0 <= i < n), dtype=torch.long)
     return torch.tensor([i for i, g in enumerate(groups) if int(g) in keep], dtype=torch.long)
-
-
-def bootstrap_ci(
-    values: torch.Tensor,
-    groups: Sequence[int] | None = None,
-    *,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values`` (N,), resampling items or whole groups."""
-    v = _check_hits(values, groups)
-    if v.dim() != 1:
-        raise ValueError(f"values must have shape (N,), got {tuple(v.shape)}")
-    check_positive_int("n_boot", n_boot)
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        sums, sizes = v.numpy(), np.ones(len(v))
-    else:
-        ids = sorted(set(int(g) for g in groups))
-        index = {g: k for k, g in enumerate(ids)}
-        g = np.array([index[int(x)] for x in groups])
-        sums = np.bincount(g, weights=v.numpy(), minlength=len(ids))
-        sizes = np.bincount(g, minlength=len(ids)).astype(float)
-    draws = rng.integers(0, len(sums), size=(n_boot, len(sums)))  # (B, G)
-    means = sums[draws].sum(1) / sizes[draws].sum(1)  # (B,): mean over the items drawn
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(means, [tail, 100 - tail])
-    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

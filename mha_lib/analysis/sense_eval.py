@@ -28,6 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mha_lib._checks import check_positive_int
+from mha_lib.analysis.bootstrap import bootstrap_ci
+
 CHANCE = 0.5
 SPLITS = ("probe", "score", "eval")
 # Eight domains, 27 unambiguous words each (none is a homonym below): 9 per split.
@@ -131,8 +134,7 @@ def vocabulary(split: str) -> dict[str, tuple[str, ...]]:
 
 def make_sense_set(split: str, num_items: int, seed: int) -> list[SenseItem]:
     """``num_items`` items (homonyms in turn, senses alternating) from one split's words."""
-    if isinstance(num_items, bool) or not isinstance(num_items, int) or num_items < 1:
-        raise ValueError(f"num_items must be a positive int, got {num_items!r}")
+    check_positive_int("num_items", num_items)
     words = vocabulary(split)
     rng = random.Random(seed)
     targets = list(HOMONYMS)
@@ -168,8 +170,7 @@ def make_batches(
     tokenizer: object, items: Sequence[SenseItem], batch_size: int = 64
 ) -> list[SenseBatch]:
     """Tokenise once; find each target word's first piece (the word appears once per item)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_positive_int("batch_size", batch_size)
     batches = []
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
@@ -244,7 +245,7 @@ def sense_loss(
 
 
 def item_correct(model: nn.Module, batches: Sequence[SenseBatch], probe: nn.Linear) -> torch.Tensor:
-    """``(N,)`` bool on the CPU: which items the probe gets right (for bootstrap intervals)."""
+    """``(N,)`` bool on the CPU: which items the probe gets right (for :func:`bootstrap_ci`)."""
     out = []
     with torch.inference_mode():
         for batch in batches:
@@ -258,21 +259,9 @@ def sense_accuracy(model: nn.Module, batches: Sequence[SenseBatch], probe: nn.Li
     return float(item_correct(model, batches, probe).float().mean())
 
 
-def bootstrap_interval(
-    correct: torch.Tensor, *, resamples: int = 2000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of an accuracy over items."""
-    if correct.dim() != 1 or correct.numel() == 0:
-        raise ValueError(f"correct must be a non-empty vector, got shape {tuple(correct.shape)}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    n = correct.numel()
-    picks = torch.randint(n, (resamples, n), generator=g, device="cpu")
-    means = correct.float().cpu()[picks].mean(1)  # (resamples,)
-    tail = (1 - level) / 2
-    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], device="cpu")).tolist()
-    return low, high
+# The accuracy's interval is the library's one bootstrap (items resampled, NumPy's generator);
+# the old name stays for its callers.
+bootstrap_interval = bootstrap_ci
 
 
 def lexical_baselines(

@@ -1,0 +1,64 @@
+"""The library's one bootstrap interval (mha_lib.analysis.bootstrap), against hand-checked cases.
+
+References: a constant sample (no spread to resample), the binomial standard error of a
+proportion, and two identities: grouping every item alone is no grouping at all, and groups
+of identical items behave like fewer, heavier items (a wider interval).
+"""
+
+import math
+
+import pytest
+import torch
+
+from mha_lib.analysis import heldout, sense_eval
+from mha_lib.analysis.bootstrap import bootstrap_ci
+
+
+def test_every_interval_of_the_library_is_this_one():
+    assert heldout.bootstrap_ci is bootstrap_ci
+    assert sense_eval.bootstrap_interval is bootstrap_ci
+
+
+def test_a_constant_sample_has_no_spread():
+    assert bootstrap_ci(torch.full((10,), 0.3)) == pytest.approx((0.3, 0.3))
+    assert bootstrap_ci(torch.ones(5, dtype=torch.bool)) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("hits", [70, 50])
+def test_a_proportion_gets_about_the_binomial_interval(hits):
+    values = torch.tensor([True] * hits + [False] * (100 - hits))
+    p = hits / 100
+    low, high = bootstrap_ci(values, n_boot=4000)
+    half = 1.96 * math.sqrt(p * (1 - p) / 100)  # normal approximation of the binomial
+    assert low == pytest.approx(p - half, abs=0.03) and high == pytest.approx(p + half, abs=0.03)
+
+
+def test_groups_of_one_are_items_and_groups_of_equal_items_widen_the_interval():
+    values = torch.rand(60, generator=torch.Generator().manual_seed(0))
+    assert bootstrap_ci(values, groups=list(range(60))) == bootstrap_ci(values)
+    halves = torch.tensor([0.0, 1.0] * 50).sort().values
+    alone = bootstrap_ci(halves)
+    tens = bootstrap_ci(halves, groups=[i // 10 for i in range(100)])  # ten groups of ten
+    assert tens[1] - tens[0] > 2 * (alone[1] - alone[0])  # about sqrt(10) times wider
+
+
+def test_the_seed_draws_the_resamples():
+    values = torch.rand(40, generator=torch.Generator().manual_seed(1))
+    assert bootstrap_ci(values, seed=3) == bootstrap_ci(values, seed=3)
+    assert bootstrap_ci(values, seed=3) != bootstrap_ci(values, seed=4)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: bootstrap_ci([0.5, 1.0]), TypeError, "values must be a torch.Tensor"),
+        (lambda: bootstrap_ci(torch.zeros(0)), ValueError, r"\(N,\) with N > 0"),
+        (lambda: bootstrap_ci(torch.zeros(3, 2)), ValueError, r"\(N,\) with N > 0"),
+        (lambda: bootstrap_ci(torch.zeros(3), groups=[0, 1]), ValueError, "one group per item"),
+        (lambda: bootstrap_ci(torch.zeros(3), level=1.5), ValueError, "level"),
+        (lambda: bootstrap_ci(torch.zeros(3), n_boot=0), ValueError, "n_boot must be a positive"),
+    ],
+)
+def test_bad_inputs(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
