@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
+from mha_lib._checks import check_positive_int
+
 
 def mha_parameter_count(d_model: int, num_heads: int, *, bias: bool = True) -> int:
     """Parameters of `mha_lib.MultiHeadAttention`: four ``d_model × d_model`` projections.
@@ -55,7 +57,7 @@ def mha_flops(
     """
     k_len = q_len if k_len is None else k_len
     for name, value in (("batch", batch), ("q_len", q_len), ("k_len", k_len)):
-        _check_positive(value, name)
+        check_positive_int(name, value)
     _check_heads(d_model, num_heads)
     projections = 2 * batch * d_model * d_model * (2 * q_len + 2 * k_len)  # q, out; k, v
     attention = 2 * (2 * batch * q_len * k_len * d_model)  # q kᵀ and weights · v, all heads
@@ -73,8 +75,8 @@ def attention_map_bytes(
     """Bytes of the per-head weights ``(B, H, Tq, Tk)``: the one cost that grows with ``h``."""
     k_len = q_len if k_len is None else k_len
     for name, value in (("batch", batch), ("num_heads", num_heads), ("q_len", q_len)):
-        _check_positive(value, name)
-    _check_positive(k_len, "k_len")
+        check_positive_int(name, value)
+    check_positive_int("k_len", k_len)
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     return batch * num_heads * q_len * k_len * dtype.itemsize
@@ -85,8 +87,8 @@ def score_elements(batch: int, num_heads: int, q_len: int, k_len: int | None = N
     softmax touches. At a fixed ``d_model`` the matrix FLOPs do not depend on ``h``; this does."""
     k_len = q_len if k_len is None else k_len
     for name, value in (("batch", batch), ("num_heads", num_heads), ("q_len", q_len)):
-        _check_positive(value, name)
-    _check_positive(k_len, "k_len")
+        check_positive_int(name, value)
+    check_positive_int("k_len", k_len)
     return batch * num_heads * q_len * k_len
 
 
@@ -173,14 +175,9 @@ def attention_cost(
     }
 
 
-def _check_positive(value: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 def _check_heads(d_model: int, num_heads: int) -> None:
-    _check_positive(d_model, "d_model")
-    _check_positive(num_heads, "num_heads")
+    check_positive_int("d_model", d_model)
+    check_positive_int("num_heads", num_heads)
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
 
@@ -212,8 +209,7 @@ def measure_latency(
     Each sample repeats a call until ``min_sample`` seconds pass; all functions
     are timed in every round, so a slow spell of a shared machine hits them all.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    check_positive_int("repeats", repeats)
     names = list(fns)
     if not names:
         raise ValueError("fns must hold at least one function")

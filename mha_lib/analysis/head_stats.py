@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha_lib._checks import check_floating
+from mha_lib._checks import check_floating, check_positive_int
 from mha_lib.analysis import softmax_stats
 
 PUNCTUATION = frozenset(string.punctuation)
@@ -228,8 +228,7 @@ def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tens
     n = d.shape[0]
     if d.dim() != 2 or d.shape[1] != n:
         raise ValueError(f"distances must be a square (N, N) matrix, got {tuple(d.shape)}")
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-        raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
+    check_positive_int("num_layers", num_layers)
     if n % num_layers or n // num_layers < 2:
         raise ValueError(f"{n} heads do not split into {num_layers} layers of at least 2 heads")
     h = n // num_layers

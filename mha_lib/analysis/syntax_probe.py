@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mha_lib._checks import check_floating
+from mha_lib._checks import check_floating, check_positive_int
 from mha_lib.analysis import heldout
 from mha_lib.analysis.heldout import HeldOut
 from mha_lib.data.sentences import NATURAL_SENTENCES  # noqa: F401 (its old home)
@@ -189,8 +189,7 @@ TEMPLATES = (_transitive, _intransitive_pp, _subject_pp, _adverb, _auxiliary)
 
 def generate(n: int, seed: int = 0) -> list[Sentence]:
     """``n`` template sentences, cycling through the templates, reproducible from ``seed``."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+    check_positive_int("n", n)
     rng = random.Random(seed)
     return [TEMPLATES[i % len(TEMPLATES)](rng) for i in range(n)]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from mha_lib._checks import check_floating
+from mha_lib._checks import check_floating, check_positive_int
 from mha_lib.bert.loading import require_eager
 from mha_lib.bert.surgery import heads_per_layer
 
@@ -49,8 +49,7 @@ def batch_attention_maps(
         texts = [_check_words(t, f"texts[{i}]") for i, t in enumerate(texts)]
     elif not all(isinstance(t, str) for t in texts):
         raise TypeError("texts must be all strings or all word lists, not a mixture")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_positive_int("batch_size", batch_size)
     require_eager(model)
     if len(set(heads_per_layer(model))) != 1:
         raise ValueError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from mha_lib._checks import check_rank, check_tensor
+from mha_lib._checks import check_positive_int, check_rank, check_tensor
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -15,8 +15,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """
     check_tensor(x, "x")
     check_rank(x, 3, "x", "(batch, time, d_model)")
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
+    check_positive_int("num_heads", num_heads)
     batch, time, d_model = x.shape
     if d_model % num_heads:
         raise ValueError(

@@ -234,18 +234,15 @@ def train(
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
-    if config.steps < 1 or config.eval_every < 1:
-        raise ValueError(
-            f"steps and eval_every must be positive, got {config.steps}, {config.eval_every}"
-        )
+    check_positive_int("config.steps", config.steps)
+    check_positive_int("config.eval_every", config.eval_every)
     last = config.steps if stop_after is None else check_positive_int("stop_after", stop_after)
     if last > config.steps:
         raise ValueError(f"stop_after must be at most config.steps ({config.steps}), got {last}")
     if progress is None:
         progress = os.environ.get("TQDM_DISABLE", "").lower() not in ("1", "true", "yes")
     if record_every is not None:
-        if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
-            raise ValueError(f"record_every must be a positive int or None, got {record_every!r}")
+        check_positive_int("record_every", record_every)
         if probe is None or len(probe) not in (2, 3):
             raise ValueError("record_every needs probe = (inputs, targets[, answers])")
     data = torch.Generator().manual_seed(seed)
