@@ -133,3 +133,31 @@ def test_head_mask_refuses_an_attention_output_it_does_not_know():
             model(input_ids=ids)
     finally:
         handle.remove()
+
+
+def test_the_public_masks_become_one_allowed_mask_by_hand():
+    """attn_mask (True = may attend) and key_padding_mask (True = padding) combine into one
+    mask that says True = may attend; written out by hand for two sequences of three keys."""
+    from mha_lib.core.masks import allowed_keys, attends_nowhere, only_causal
+
+    like = torch.zeros(2, 3, 4)
+    attn = torch.tensor([[True, True, False], [True, True, True], [False, False, True]])
+    padding = torch.tensor([[False, False, True], [False, False, False]])  # key 2 of seq 0
+    allowed = allowed_keys(attn, padding, (2, 4, 3, 3), like)
+    expected = torch.tensor([
+        [[True, True, False], [True, True, False], [False, False, False]],  # seq 0
+        [[True, True, False], [True, True, True], [False, False, True]],  # seq 1
+    ])  # fmt: skip
+    assert allowed.dtype == torch.bool and torch.equal(allowed.expand(2, 4, 3, 3)[:, 0], expected)
+    assert attends_nowhere(allowed).expand(2, 4, 3, 1)[:, 0, :, 0].tolist() == [
+        [False, False, True], [False, False, False]
+    ]  # fmt: skip
+    # A float mask in the mix gives the additive form of the same thing: 0 or -inf.
+    additive = allowed_keys(attn.float().log(), padding, (2, 4, 3, 3), like)
+    assert torch.equal(additive.expand(2, 4, 3, 3)[:, 0] == 0, expected)
+    assert torch.isneginf(additive.expand(2, 4, 3, 3)[:, 0][~expected]).all()
+    causal = only_causal(None, 2, 3, like.device)
+    assert causal.tolist() == [[True, False, False], [True, True, False]]
+    lower = torch.ones(3, 3, dtype=torch.bool).tril()
+    assert torch.equal(only_causal(additive, 3, 3, like.device)[:, 0] == 0, expected & lower)
+    assert allowed_keys(None, None, (2, 4, 3, 3), like) is None

@@ -36,7 +36,7 @@ def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
 
 
 def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
-    """Mean attention that a query puts on the marked keys (e.g. ``[CLS]`` or punctuation)."""
+    """Mean attention that a query puts on the keys where ``keys`` is True (e.g. ``[CLS]``)."""
     t = _check_maps(maps)
     keys = torch.as_tensor(keys, device=maps.device)
     if keys.dtype != torch.bool or tuple(keys.shape) != (t,):
@@ -85,7 +85,8 @@ def token_masks(
     *,
     device: torch.device | str = "cpu",
 ) -> dict[str, torch.Tensor]:
-    """Boolean key masks for ``cls``, ``sep`` and punctuation tokens of one sentence."""
+    """Per kind of token (``"cls"``, ``"sep"``, ``"punct"``), a boolean ``(T,)`` that is True
+    where the key is a token of that kind, for :func:`mass_on`."""
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise TypeError("tokens must be a list of strings")
     flags = {
@@ -138,13 +139,13 @@ def head_statistics(
             shape = m.shape[:-2]
         elif m.shape[:-2] != shape:
             raise ValueError(f"maps[{i}] has heads {tuple(m.shape[:-2])}, expected {tuple(shape)}")
-        masks = token_masks(toks, cls, sep, device=m.device)
+        is_kind = token_masks(toks, cls, sep, device=m.device)  # True = a token of that kind
         m = m.double()
         values = {
             "entropy": (mean_entropy(m), t),
-            "cls": (mass_on(m, masks["cls"]), t),
-            "sep": (mass_on(m, masks["sep"]), t),
-            "punct": (mass_on(m, masks["punct"]), t),
+            "cls": (mass_on(m, is_kind["cls"]), t),
+            "sep": (mass_on(m, is_kind["sep"]), t),
+            "punct": (mass_on(m, is_kind["punct"]), t),
             "self": (offset_mass(m, 0), t),
             "previous": (offset_mass(m, -1), t - 1),
             "next": (offset_mass(m, 1), t - 1),

@@ -36,7 +36,8 @@ def _kept_heads(self_attention: nn.Module) -> list[int]:
 def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
     """Multiply each head's context output by ``mask[layer, head]`` inside the block.
 
-    ``mask`` is float ``(L, H)``, or ``(B, L, H)`` for one mask per batch row
+    ``mask`` is a float head mask (1 keeps a head as it is, 0 silences it), ``(L, H)``, or
+    ``(B, L, H)`` for one mask per batch row
     (per-example importance); ``H`` is the model's original head count, and
     entries of heads already pruned are ignored. A forward hook on each layer's
     self-attention scales the heads' outputs before ``attention.output.dense``,

@@ -24,8 +24,9 @@ def scaled_dot_product_attention(
     because the book looks at them; `torch.nn.functional.scaled_dot_product_attention`
     computes the same output without materialising them.
 
-    ``mask`` broadcasts to ``(..., Tq, Tk)``. A boolean mask follows torch:
-    True means *may attend*. A float mask is added to the scores; ``-inf``, or a
+    ``mask`` broadcasts to ``(..., Tq, Tk)`` and says which keys each query is *allowed*
+    to see: a boolean mask follows torch, **True = may attend**. A float mask is added to
+    the scores; ``-inf``, or a
     ``finfo.min``-filled entry as transformers makes them, blocks a key. A query
     that may attend to nothing gets zero weights and a zero output rather than
     NaN. ``scale`` defaults to ``1/√d``. :mod:`mha_lib.core.masks` has the
@@ -38,11 +39,11 @@ def scaled_dot_product_attention(
     if mask is not None:
         check_mask_dtype(mask, "mask", scores)
         check_broadcastable(mask, tuple(scores.shape), "mask")
-        scores = scores + as_additive(mask, scores.dtype)
+        scores = scores + as_additive(mask, scores.dtype)  # mask: True = may attend
     # A row of only -inf would make softmax divide 0 by 0; give it zero weights instead.
-    blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., Tq, 1)
-    weights = torch.softmax(scores.masked_fill(blocked, 0.0), dim=-1)  # (..., Tq, Tk)
-    weights = weights.masked_fill(blocked, 0.0)
+    nowhere = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., Tq, 1): no key allowed
+    weights = torch.softmax(scores.masked_fill(nowhere, 0.0), dim=-1)  # (..., Tq, Tk)
+    weights = weights.masked_fill(nowhere, 0.0)
     return weights @ v, weights  # (..., Tq, dv), (..., Tq, Tk)
 
 

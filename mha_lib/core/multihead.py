@@ -18,7 +18,7 @@ from mha_lib.core.head_removal import (
     surviving_heads,
 )
 from mha_lib.core.heads import merge_heads, split_heads
-from mha_lib.core.masks import and_masks, blocked_rows, combine_masks
+from mha_lib.core.masks import allowed_keys, attends_nowhere, only_causal
 
 
 class MultiHeadAttention(nn.Module):
@@ -117,13 +117,13 @@ class MultiHeadAttention(nn.Module):
         batch, q_len, _ = query.shape
         k_len = key.shape[1]
         scores_shape = (batch, self.num_heads, q_len, k_len)
-        mask = combine_masks(attn_mask, key_padding_mask, scores_shape, query)
+        # One mask from here on, named for what True means (mha_lib.core.masks).
+        allowed = allowed_keys(attn_mask, key_padding_mask, scores_shape, query)
         if not isinstance(is_causal, bool):
             raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
-        if is_causal and (mask is not None or need_weights):
+        if is_causal and (allowed is not None or need_weights):
             # The kernel's causal flag cannot be combined with a mask: build the mask.
-            causal = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device).tril()
-            mask = and_masks(mask, causal)
+            allowed = only_causal(allowed, q_len, k_len, query.device)
             is_causal = False
 
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
@@ -132,21 +132,22 @@ class MultiHeadAttention(nn.Module):
         dropout = self.dropout if self.training else 0.0
 
         if need_weights:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, Tq, Dh)
+            out, weights = scaled_dot_product_attention(q, k, v, allowed)  # (B, H, Tq, Dh)
             if dropout:
                 out = F.dropout(weights, dropout) @ v
         else:
             # Fused kernel: same math, but the (B, H, Tq, Tk) map is never stored.
             # Rows that may attend to nothing are opened up for the kernel (it
             # would return NaN for a float mask) and zeroed after, as the explicit path does.
-            blocked = None if mask is None else blocked_rows(mask)
-            if blocked is not None:
-                mask = mask.masked_fill(blocked, True if mask.dtype == torch.bool else 0.0)
+            nowhere = None if allowed is None else attends_nowhere(allowed)  # (.., Tq, 1)
+            if nowhere is not None:
+                opened = True if allowed.dtype == torch.bool else 0.0
+                allowed = allowed.masked_fill(nowhere, opened)
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=is_causal
+                q, k, v, attn_mask=allowed, dropout_p=dropout, is_causal=is_causal
             )
-            if blocked is not None:
-                out = out.masked_fill(blocked, 0.0)
+            if nowhere is not None:
+                out = out.masked_fill(nowhere, 0.0)
             weights = None
 
         if head_mask is not None:
@@ -243,4 +244,3 @@ class MultiHeadAttention(nn.Module):
             )
         kept = head_mask[..., self.kept_heads]  # (H_kept,) or (B, H_kept)
         return kept.reshape(-1, self.num_heads, 1, 1)
-

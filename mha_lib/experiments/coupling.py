@@ -141,21 +141,21 @@ def map_change_on_ablation(
     """How far every head's maps move (:func:`map_distance`, ``(L, H)``) when head ``head``
     of layer ``layer`` is silenced: exactly 0 in its own layer, and in layers before it."""
     heads = MHAHeads(model, toy_loss, toy_accuracy)
-    mask = heads.ones()
-    mask[layer, head] = 0.0
+    head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
+    head_mask[layer, head] = 0.0
     full = query_maps(model, task, inputs)
-    with heads.masked(mask):
+    with heads.masked(head_mask):
         silenced = query_maps(model, task, inputs)
     return map_distance(full, silenced)
 
 
-def _head_gradients(model: ToyTransformer, batch: tuple, mask: torch.Tensor | None) -> list:
+def _head_gradients(model: ToyTransformer, batch: tuple, head_mask: torch.Tensor | None) -> list:
     """Per layer, each head's gradient flattened ``(H, P)``: its rows of ``W_q``, ``W_k``,
     ``W_v`` (and biases) and its columns of ``W_o``."""
     heads = MHAHeads(model, toy_loss, toy_accuracy)
     model.zero_grad(set_to_none=True)
-    mask = heads.ones() if mask is None else mask
-    with heads.masked(mask):
+    head_mask = heads.ones() if head_mask is None else head_mask
+    with heads.masked(head_mask):
         toy_loss(model, batch).mean().backward()
     out = []
     for attn in heads.attentions:
@@ -185,10 +185,10 @@ def gradient_coupling(
     if len(batches) != 2:
         raise ValueError(f"batches must hold two batches, got {len(batches)}")
     heads = MHAHeads(model, toy_loss, toy_accuracy)
-    mask = heads.ones()
-    mask[layer, head] = 0.0
+    head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
+    head_mask[layer, head] = 0.0
     full = _head_gradients(model, batches[0], None)
-    silenced = _head_gradients(model, batches[0], mask)
+    silenced = _head_gradients(model, batches[0], head_mask)
     other = _head_gradients(model, batches[1], None)
 
     def relative(a: list, b: list) -> torch.Tensor:

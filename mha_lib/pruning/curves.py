@@ -234,10 +234,10 @@ def one_head_per_layer(
     for layer, head in enumerate(keep):
         if not alive[layer, head]:
             raise ValueError(f"keep[{layer}] = {head} is not a present head")
-        mask = heads.ones()
-        mask[layer] = 0.0
-        mask[layer, head] = 1.0
-        with heads.masked(mask), torch.inference_mode():
+        head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
+        head_mask[layer] = 0.0
+        head_mask[layer, head] = 1.0
+        with heads.masked(head_mask), torch.inference_mode():
             results.append(float(heads.metric_fn(heads.model, eval_batches)))
     return results
 
@@ -252,10 +252,10 @@ def best_single_heads(
     for layer in range(heads.num_layers):
         scored = []
         for head in alive[layer].nonzero().flatten().tolist():
-            mask = heads.ones()
-            mask[layer] = 0.0
-            mask[layer, head] = 1.0
-            with heads.masked(mask), torch.inference_mode():
+            head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
+            head_mask[layer] = 0.0
+            head_mask[layer, head] = 1.0
+            with heads.masked(head_mask), torch.inference_mode():
                 scored.append((float(heads.metric_fn(heads.model, eval_batches)), head))
         value, head = max(scored, key=lambda vh: (vh[0], -vh[1]))
         best.append(head)

@@ -102,9 +102,9 @@ def ablation_effects(
     mean = torch.full(shape, float("nan"), dtype=torch.float64, device="cpu")
     stderr = torch.full(shape, float("nan"), dtype=torch.float64, device="cpu")
     for layer, head in heads.present().nonzero().tolist():
-        mask = heads.ones()
-        mask[layer, head] = 0.0
-        with heads.masked(mask):
+        head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
+        head_mask[layer, head] = 0.0
+        with heads.masked(head_mask):
             diff = row_losses() - base  # (N,)
         mean[layer, head] = diff.mean()
         stderr[layer, head] = diff.std() / diff.numel() ** 0.5 if diff.numel() > 1 else 0.0
