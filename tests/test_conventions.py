@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention, pruning, scaled_dot_product_attention
-from mha_lib.bert import _version
 from mha_lib.experiments.tasks import associative_recall
 from mha_lib.experiments.toy_transformer import ToyTransformer
 from mha_lib.experiments.training import toy_accuracy, toy_loss
@@ -107,11 +106,15 @@ def test_key_padding_mask_that_pads_everything_is_refused_with_its_polarity():
 
 
 def test_transformers_of_another_major_version_is_refused(monkeypatch):
-    monkeypatch.setattr(_version.metadata, "version", lambda name: "4.46.3")
+    import importlib.metadata
+
+    from mha_lib.bert import check_transformers
+
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "4.46.3")
     with pytest.raises(ImportError, match="transformers 5.x.*4.46.3 is installed"):
-        _version.check_transformers()
-    monkeypatch.setattr(_version.metadata, "version", lambda name: "5.24.0")
-    _version.check_transformers()
+        check_transformers()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "5.24.0")
+    check_transformers()
 
 
 def test_head_mask_refuses_an_attention_output_it_does_not_know():
