@@ -112,14 +112,58 @@ def test_every_toc_page_is_built(built_book):
     assert not missing, f"pages missing from the built site: {missing}"
 
 
+# A glued value in the prose: {glue:text}`key` or {glue:text}`key:.2f` (a key of this page).
+_GLUE_ROLE = re.compile(r"\{glue:text\}`([A-Za-z_][A-Za-z0-9_]*)(?::([^`]*))?`")
+_PASTED = re.compile(r'<span class="pasted-text">(.*?)</span>', re.S)
+# What a reader must never see in an output: an object's repr, a failed check.
+_REPR = re.compile(r"&lt;[\w.]+ object at 0x[0-9a-f]+&gt;|\bCheck\(what=|\bTrainResult\(")
+
+
+def _glued_values(built_book: Path, stem: str) -> dict[str, object]:
+    """This build's glued values of one notebook (myst-nb's glue file), as Python values."""
+    import ast
+
+    path = built_book.parent / "jupyter_execute" / "notebooks" / f"{stem}.glue.json"
+    values = {}
+    for key, output in json.loads(path.read_text()).items():
+        text = output["data"].get("text/plain", "")
+        try:
+            values[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[key] = text
+    return values
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_chapter_executed_and_rendered_its_figures(built_book, path):
+def test_chapter_shows_the_reader_what_it_computed(built_book, path):
+    """The page as a reader sees it: every glued number of the prose rendered with its format,
+    one image per figure cell, tables, and no traceback, object repr or failed check."""
+    import html
+
     page = (built_book / "notebooks" / f"{path.stem}.html").read_text()
     assert "Traceback" not in page, f"{path.name}: a traceback is rendered on the page"
     assert "{glue:" not in page, f"{path.name}: a glue role was not resolved (check its backticks)"
-    n_code = sum(c["cell_type"] == "code" for c in json.loads(path.read_text())["cells"])
-    assert page.count("cell_output") >= 1 or n_code == 0, f"{path.name}: no executed output"
-    uses_show = "show(" in path.read_text()
-    if uses_show:
-        assert "data:image/png;base64," in page, f"{path.name}: figures did not render"
+    cells = json.loads(path.read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert page.count("cell_output") >= 1 or not code, f"{path.name}: no executed output"
+    figure_cells = sum(bool(re.search(r"^\s*show\(", c, re.M)) for c in code)
+    images = page.count('src="data:image/png;base64,')
+    assert images >= figure_cells, f"{path.name}: {figure_cells} figure cells, {images} images"
+    tables = sum("html_table(" in c or "checks_table(" in c for c in code)
+    assert page.count('class="mha-table"') >= min(tables, 1), f"{path.name}: no table rendered"
+    assert not _REPR.search(page), f"{path.name}: {_REPR.search(page).group(0)} on the page"
+    assert ">NO<" not in page, f"{path.name}: a reproduction check shows NO"
+    # Every number glued into this page's prose, as the reader reads it.
+    values = _glued_values(built_book, path.stem)
+    pasted = {html.unescape(re.sub(r"<[^>]+>", "", t)).strip() for t in _PASTED.findall(page)}
+    missing = []
+    for key, spec in _GLUE_ROLE.findall(prose):
+        value = values.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue  # words are the translation tests' business
+        shown = format(value, spec) if spec else str(value)
+        if shown not in pasted and shown.replace("-", "−") not in pasted:
+            missing.append(f"{key} = {shown}")
+    assert not missing, f"{path.name}: glued numbers not on the page: {missing[:5]}"
