@@ -8,7 +8,6 @@ vector kernels, to show that they do (marker: ``reproduction``).
 """
 
 import dataclasses
-import importlib
 import json
 import os
 import shutil
@@ -20,15 +19,29 @@ import pytest
 import torch
 
 from mha_lib.experiments.reproduce import ReproductionError, load_results, verify
+from mha_lib.experiments.studies import (
+    ch3_coupling,
+    ch4_planted,
+    ch4_sweep,
+    ch6_pretrained,
+    ch6_toy,
+    ch7_init,
+)
 from mha_lib.experiments.training import Config
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RESULTS = SCRIPTS / "results"
 
 
+STUDIES = {
+    study.NAME.removesuffix(".json"): study
+    for study in (ch3_coupling, ch4_planted, ch4_sweep, ch6_pretrained, ch6_toy, ch7_init)
+}
+
+
 def study_module(name):
     """The study behind ``scripts/<name>.py``."""
-    return importlib.import_module(f"mha_lib.experiments.studies.{name}")
+    return STUDIES[name]
 
 
 def perturbed(check, factor=1.01):
