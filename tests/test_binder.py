@@ -223,14 +223,11 @@ COLAB_PREINSTALLED = {"numpy", "torch", "matplotlib", "scipy", "scikit-learn", "
 
 
 def guard_installs() -> set[str]:
-    """Distributions the guard's ``pip install /content/book[bert]`` brings, per pyproject.toml."""
-    import tomllib
+    """Distributions the guard's ``pip install /content/book[bert]`` brings, per pyproject.toml
+    (the core dependencies and the extra ``bert``, with the project's own extras it names)."""
+    from declared_dependencies import declared
 
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    wanted = project.get("dependencies", []) + project.get("optional-dependencies", {}).get(
-        "bert", []
-    )
-    return {canonical(re.split(r"[\s<>=!~\[;]", req, maxsplit=1)[0]) for req in wanted}
+    return declared(["bert"])
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
