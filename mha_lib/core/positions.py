@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from mha_lib._checks import check_positive_int
+
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     """The fixed encodings of Vaswani et al. (2017): ``(length, d_model)``.
@@ -20,9 +22,8 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     features is a clock running at its own frequency, so every position gets a
     distinct code and nearby positions get similar ones.
     """
-    for name, value in (("length", length), ("d_model", d_model)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_positive_int("length", length)
+    check_positive_int("d_model", d_model)
     if d_model % 2:
         raise ValueError(f"d_model must be even (sine/cosine pairs), got {d_model}")
     position = torch.arange(length, dtype=torch.float64)[:, None]  # (T, 1)
