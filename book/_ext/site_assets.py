@@ -10,9 +10,9 @@ After an html build:
   reference left to a CDN is a build warning (an error under ``-W``);
 * when the lab page (``book/lab``) was built: ``scripts/export_lab_model.py`` (cached; a
   no-op when its inputs did not change) writes the ONNX model, and the model, its vocabulary,
-  the lab's JavaScript and CSS (``lab/``), the benchmark's committed numbers
-  (``bench/results/lab.json``) and ONNX Runtime Web's WebAssembly build go into
-  ``_static/lab/`` and ``_static/vendor/onnxruntime-web/``.
+  the lab's JavaScript modules and CSS (every ``lab/*.js`` and ``lab/*.css``), the
+  benchmark's committed numbers (``bench/results/lab.json``) and ONNX Runtime Web's
+  WebAssembly build go into ``_static/lab/`` and ``_static/vendor/onnxruntime-web/``.
 
 So the built site works offline from any static server. Set ``MHA_NODE_MODULES`` to use
 another ``node_modules`` directory (a temporary copy of the book, say).
@@ -59,7 +59,8 @@ ORT_FILES = {
     "onnxruntime-web/README.md": f"{_ORT}/README.md",
 }
 LAB_PAGE = "book/lab"
-LAB_SOURCES = ("lab.js", "wordpiece.js", "lab.css")
+# lab.js imports its sibling modules by relative URL: every one must be served beside it.
+LAB_SOURCE_PATTERNS = ("*.js", "*.css")
 MODEL_FILES = ("minilm-lab.onnx", "vocab.txt", "lab-model.json")
 OFF_HOST = re.compile(
     r"""(?:src|href)=["']https?://(?:cdnjs\.cloudflare\.com|cdn\.jsdelivr\.net|unpkg\.com)[^"']*"""
@@ -106,6 +107,13 @@ def rewrite_cdn_urls(html_dir: Path) -> list[str]:
         if found:
             left.append(f"{page.relative_to(html_dir)}: {sorted(set(found))[:3]}")
     return left
+
+
+def lab_sources(srcdir: Path) -> list[str]:
+    """The lab's files the site serves: its ES modules and its style sheet."""
+    return sorted(
+        path.name for pattern in LAB_SOURCE_PATTERNS for path in (srcdir / "lab").glob(pattern)
+    )
 
 
 def export_lab_model(srcdir: Path) -> Path:
@@ -157,7 +165,7 @@ def build_finished(app: Sphinx, exception: Exception | None) -> None:
     model_dir = export_lab_model(srcdir)
     for name in MODEL_FILES:
         _copy(model_dir / name, static / "lab" / name)
-    for name in LAB_SOURCES:
+    for name in lab_sources(srcdir):
         _copy(srcdir / "lab" / name, static / "lab" / name)
     bench = srcdir / "bench" / "results" / "lab.json"
     if bench.is_file():
