@@ -1,0 +1,15 @@
+// Two DOM shorthands the page and its facts share.
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+
+// el("p", {class: "x", text: "words", id: "y"}, ...children): attributes, text and children.
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c);
+  return node;
+}

@@ -1,0 +1,340 @@
+// The lab's page: its controls, the grid of heads, the large map and the similarity, wired to
+// the model. Screen readers hear one message per action, from one polite live region
+// (#mha-lab-announce); the visible boxes are not live. Every finished update counts in
+// `draws` (and the root's data-drawn) and resolves `drawn`, which tests and scripts await.
+
+import { $, el } from "./dom.js";
+import { paintLarge, paintTile } from "./draw.js";
+import { countMessage, gridMove, HeadSwitches } from "./heads.js";
+import { cellAt, cosine, mapChange, mapStart, strongestKeys } from "./maps.js";
+import { fmt, LabStringsError } from "./strings.js";
+
+const BOOK_SENTENCES = [
+  "The cat sat on the mat because it was tired.",
+  "The dog chased the ball.",
+];
+const OTHER_SENTENCE = "A kitten was sleeping on the rug.";
+const TYPING_PAUSE_MS = 250; // run the model once the reader pauses, not on every key
+
+export class LabPage {
+  constructor(root, engine, words) {
+    this.root = root;
+    this.engine = engine;
+    this.t = words.t;
+    this.parts = words.parts;
+    this.heads = null; // HeadSwitches, once the model says how many
+    this.selected = [0, 0];
+    this.result = null;
+    this.baseline = null;
+    this.pending = null;
+    this.draws = 0;
+    this.nextDraw();
+  }
+
+  get L() {
+    return this.engine.L;
+  }
+
+  get H() {
+    return this.engine.H;
+  }
+
+  nextDraw() {
+    this.drawn = new Promise((resolve) => {
+      this.resolveDrawn = resolve;
+    });
+  }
+
+  // An update is on screen: say it (unless quiet), count it, resolve `drawn`.
+  finished(message) {
+    if (message) this.announce(message);
+    this.draws += 1;
+    this.root.dataset.drawn = String(this.draws);
+    const resolve = this.resolveDrawn;
+    this.nextDraw();
+    resolve(this.draws);
+  }
+
+  announce(message) {
+    const box = $("#mha-lab-announce", this.root);
+    // Screen readers skip a live region whose text did not change: a repeated message gets a
+    // trailing no-break space, so that the reader still hears that the action was done.
+    box.textContent = box.textContent === message ? `${message}\u00a0` : message;
+  }
+
+  status(text, kind = "info") {
+    const box = $("#mha-lab-status", this.root);
+    box.textContent = text;
+    box.dataset.kind = kind;
+  }
+
+  build() {
+    const { t } = this;
+    const meta = this.engine.meta;
+    this.heads = new HeadSwitches(this.L, this.H);
+    const sentences = [...BOOK_SENTENCES, ...meta.book_sentences];
+    const controls = $("#mha-lab-controls", this.root);
+    controls.replaceChildren();
+
+    const text = el("textarea", { id: "mha-lab-text", rows: "2", spellcheck: "false" });
+    text.value = sentences[0];
+    const pick = el("select", { id: "mha-lab-pick", "aria-label": t("pick_label") }, el("option", { value: "", text: t("pick_prompt") }));
+    for (const s of sentences) pick.append(el("option", { value: s, text: s }));
+    const other = el("input", { id: "mha-lab-other", type: "text", spellcheck: "false" });
+    other.value = OTHER_SENTENCE;
+    controls.append(
+      el("label", { for: "mha-lab-text", text: t("text_label") }), text, pick,
+      el("label", { for: "mha-lab-other", text: t("other_label") }), other,
+    );
+
+    const presets = el("div", { class: "mha-lab-presets", role: "group", "aria-label": t("presets_label") });
+    const button = (label, id, fn) => {
+      const b = el("button", { type: "button", id, text: label });
+      b.addEventListener("click", fn);
+      presets.append(b);
+      return b;
+    };
+    button(t("all_on"), "mha-lab-all-on", () => this.setAll(1));
+    button(t("all_off"), "mha-lab-all-off", () => this.setAll(0));
+    const syn = meta.presets.ch5_syntactic;
+    const synHeads = [...new Set(Object.values(syn).map((s) => `${s.layer}-${s.head}`))];
+    button(t("ch5_button", { heads: synHeads.length }), "mha-lab-ch5", () => this.applyPreset("ch5-syntactic"));
+    const steps = meta.presets.ch6_pruned_steps.filter((n) => n > 0);
+    const prune = el("select", { id: "mha-lab-ch6", "aria-label": t("ch6_label") },
+      el("option", { value: "", text: t("ch6_prompt") }));
+    for (const n of steps) {
+      const acc = meta.presets.ch6_accuracy[meta.presets.ch6_pruned_steps.indexOf(n)];
+      prune.append(el("option", { value: String(n), text: t("ch6_option", { heads: n, total: this.L * this.H, accuracy: fmt(100 * acc, 1) }) }));
+    }
+    prune.addEventListener("change", () => prune.value && this.applyPreset(`ch6-importance-${prune.value}`));
+    presets.append(prune);
+    controls.append(presets);
+
+    let timer = null;
+    const later = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.refresh(true), TYPING_PAUSE_MS);
+    };
+    text.addEventListener("input", later);
+    other.addEventListener("input", later);
+    pick.addEventListener("change", () => {
+      if (pick.value) {
+        text.value = pick.value;
+        this.refresh(true);
+      }
+    });
+    this.buildGrid();
+    $("#mha-lab-large", this.root).addEventListener("mousemove", (e) => this.hoverAt(e));
+  }
+
+  buildGrid() {
+    const grid = $("#mha-lab-grid", this.root);
+    grid.replaceChildren();
+    grid.style.setProperty("--heads", this.H);
+    grid.append(el("span", { class: "mha-lab-corner", "aria-hidden": "true", text: this.t("grid_corner") }));
+    for (let h = 0; h < this.H; h++) grid.append(el("span", { class: "mha-lab-colhead", "aria-hidden": "true", text: String(h) }));
+    this.tiles = [];
+    this.layerButtons = [];
+    const offMark = this.t("tile_off_mark"); // drawn over a switched-off tile (lab.css)
+    for (let l = 0; l < this.L; l++) {
+      const lb = el("button", { type: "button", class: "mha-lab-layer", "data-layer": String(l), "aria-pressed": "true" });
+      lb.addEventListener("click", () => this.toggleLayer(l));
+      lb.addEventListener("keydown", (e) => this.gridKeys(e, l, -1));
+      this.layerButtons.push(lb);
+      grid.append(lb);
+      for (let h = 0; h < this.H; h++) {
+        const canvas = el("canvas", { width: "1", height: "1", "aria-hidden": "true" });
+        const tile = el("button", { type: "button", class: "mha-lab-tile", "data-layer": String(l), "data-head": String(h),
+          "aria-pressed": "true", "data-off": offMark, tabindex: l === 0 && h === 0 ? "0" : "-1" }, canvas, el("span", { class: "mha-lab-bar", "aria-hidden": "true" }));
+        tile.addEventListener("click", () => this.toggleHead(l, h));
+        tile.addEventListener("focus", () => this.select(l, h));
+        tile.addEventListener("mouseenter", () => this.select(l, h));
+        tile.addEventListener("keydown", (e) => this.gridKeys(e, l, h));
+        this.tiles.push(tile);
+        grid.append(tile);
+      }
+    }
+    this.labelTiles();
+  }
+
+  // Arrow keys move between heads (one tab stop for the whole grid); Enter or Space switch.
+  gridKeys(e, l, h) {
+    const to = gridMove(e.key, l, h, this.L, this.H);
+    if (!to) return;
+    const target = to[1] < 0 ? this.layerButtons[to[0]] : this.tiles[to[0] * this.H + to[1]];
+    e.preventDefault();
+    for (const b of [...this.tiles, ...this.layerButtons]) b.tabIndex = -1;
+    target.tabIndex = 0;
+    target.focus();
+  }
+
+  labelTiles() {
+    const { t } = this;
+    for (let l = 0; l < this.L; l++) {
+      for (let h = 0; h < this.H; h++) {
+        const on = this.heads.isOn(l, h);
+        const tile = this.tiles[l * this.H + h];
+        tile.setAttribute("aria-pressed", String(on));
+        tile.setAttribute("aria-label", t(on ? "tile_label_on" : "tile_label_off", { layer: l, head: h }));
+        tile.title = t(on ? "tile_title_on" : "tile_title_off", { layer: l, head: h });
+      }
+      const kept = this.heads.kept(l);
+      const lb = this.layerButtons[l];
+      lb.textContent = `${l}`;
+      lb.setAttribute("aria-pressed", String(kept > 0));
+      const counts = { layer: l, kept, heads: this.H };
+      lb.setAttribute("aria-label", t(kept > 0 ? "layer_label_on" : "layer_label_off", counts));
+      lb.title = t(kept > 0 ? "layer_title_on" : "layer_title_off", counts);
+    }
+    const off = this.heads.off();
+    const total = this.L * this.H;
+    $("#mha-lab-count", this.root).textContent = t(countMessage(off, total), { off, total });
+  }
+
+  setAll(v) {
+    this.heads.setAll(v);
+    this.changed();
+  }
+
+  toggleHead(l, h) {
+    this.heads.toggleHead(l, h);
+    this.select(l, h);
+    this.changed();
+  }
+
+  toggleLayer(l) {
+    this.heads.toggleLayer(l);
+    this.changed();
+  }
+
+  applyPreset(name, { run = true } = {}) {
+    if (!this.heads.applyPreset(name, this.engine.meta.presets)) return false;
+    this.changed({ run });
+    return true;
+  }
+
+  changed({ run = true } = {}) {
+    this.labelTiles();
+    if (run) this.refresh(false);
+  }
+
+  note(text, kind) {
+    const note = $("#mha-lab-note", this.root);
+    note.textContent = text;
+    note.dataset.kind = kind;
+    return text;
+  }
+
+  // Runs the model (and, when the text changed, the all-heads-on baseline), then redraws and
+  // announces what changed: the note for new text, the count for heads, and the similarity.
+  async refresh(textChanged, { quiet = false } = {}) {
+    const { t } = this;
+    const text = $("#mha-lab-text", this.root).value;
+    const other = $("#mha-lab-other", this.root).value;
+    const ticket = {};
+    this.pending = ticket; // a run still under way for older input is dropped when it ends
+    if (text.trim() === "") {
+      const said = this.note(t(text === "" ? "note_empty" : "note_whitespace"), "warn");
+      this.finished(quiet ? null : said);
+      return;
+    }
+    try {
+      const ones = null;
+      if (textChanged || !this.baseline || this.baseline.text !== text || this.baseline.other !== other) {
+        const [base, baseOther] = [await this.engine.run(text, ones), other.trim() ? await this.engine.run(other, ones) : null];
+        this.baseline = { text, other, res: base, otherRes: baseOther };
+      }
+      const res = await this.engine.run(text, this.heads.on);
+      const resOther = other.trim() ? await this.engine.run(other, this.heads.on) : null;
+      if (this.pending !== ticket) return; // a newer request took over
+      this.result = res;
+      const timing = t("note_timing", { tokens: res.T, ms: fmt(res.ms, 0) });
+      const noted = this.note(res.truncated > 0
+        ? t("note_truncated", { positions: this.engine.meta.max_positions, cut: res.truncated, shown: res.T - 2, timing })
+        : timing, res.truncated > 0 ? "warn" : "info");
+      this.drawTiles();
+      this.drawLarge();
+      const similar = this.similarity(resOther);
+      const what = textChanged ? noted : $("#mha-lab-count", this.root).textContent;
+      this.finished(quiet ? null : [what, similar].filter(Boolean).join(" "));
+    } catch (err) {
+      if (err instanceof LabStringsError) throw err; // a broken catalogue: fail loudly
+      if (this.pending !== ticket) return;
+      const said = this.note(t("note_error", { error: err.message }), "error");
+      this.finished(quiet ? null : said);
+    }
+  }
+
+  // Fills the similarity box; returns its text when there was a second sentence to compare.
+  similarity(resOther) {
+    const box = $("#mha-lab-similarity", this.root);
+    if (!resOther || !this.baseline.otherRes) {
+      box.textContent = this.t("similarity_none");
+      return null;
+    }
+    const now = cosine(this.result.embedding, resOther.embedding);
+    const before = cosine(this.baseline.res.embedding, this.baseline.otherRes.embedding);
+    box.replaceChildren(...this.parts("similarity", {
+      cosine: el("strong", { id: "mha-lab-cos", text: fmt(now, 4) }),
+      before: fmt(before, 4),
+      change: `${now - before >= 0 ? "+" : "−"}${fmt(Math.abs(now - before), 4)}`,
+    }));
+    return box.textContent;
+  }
+
+  change(l, h) {
+    const { maps, T } = this.result;
+    return mapChange(maps, this.baseline.res.maps, mapStart(l, h, this.H, T), T);
+  }
+
+  drawTiles() {
+    const { maps, T } = this.result;
+    for (let l = 0; l < this.L; l++) {
+      for (let h = 0; h < this.H; h++) {
+        const tile = this.tiles[l * this.H + h];
+        paintTile(tile.querySelector("canvas"), maps, mapStart(l, h, this.H, T), T);
+        const delta = this.change(l, h);
+        tile.querySelector(".mha-lab-bar").style.width = `${Math.min(100, 100 * delta)}%`;
+        tile.dataset.change = fmt(delta, 4);
+      }
+    }
+  }
+
+  select(l, h) {
+    this.selected = [l, h];
+    for (const tile of this.tiles) tile.classList.toggle("mha-lab-selected", tile.dataset.layer === String(l) && tile.dataset.head === String(h));
+    if (this.result) this.drawLarge();
+  }
+
+  drawLarge() {
+    const { t } = this;
+    const [l, h] = this.selected;
+    const { maps, T, tokens } = this.result;
+    const canvas = $("#mha-lab-large", this.root);
+    const on = this.heads.isOn(l, h);
+    const start = mapStart(l, h, this.H, T);
+    const layout = paintLarge(canvas, { maps, start, T, tokens, on,
+      textColour: getComputedStyle(this.root).color || "#222", avail: canvas.parentElement.clientWidth });
+    canvas.setAttribute("aria-label", t("large_map_label", { layer: l, head: h, strongest: strongestKeys(maps, start, T, tokens) }));
+    const delta = this.change(l, h);
+    $("#mha-lab-large-title", this.root).textContent = t(on ? "large_title_on" : "large_title_off", { layer: l, head: h });
+    const change = delta > 0 ? t("large_changed", { change: fmt(delta, 3) }) : t("large_identical");
+    $("#mha-lab-large-caption", this.root).textContent = on ? change : t("large_caption_off", { change });
+    this.hover = { layout, T, tokens, start, maps };
+  }
+
+  hoverAt(event) {
+    const box = $("#mha-lab-readout", this.root);
+    const hv = this.hover;
+    if (!hv) return;
+    const rect = event.target.getBoundingClientRect();
+    const cell = cellAt(event.clientX - rect.left, event.clientY - rect.top, hv.layout, hv.T);
+    if (!cell) {
+      box.textContent = "\u00a0";
+      return;
+    }
+    const [q, k] = cell;
+    box.textContent = this.t("readout", { query_token: hv.tokens[q], query: q, key_token: hv.tokens[k], key: k,
+      weight: fmt(hv.maps[hv.start + q * hv.T + k], 3) });
+  }
+}
