@@ -7,14 +7,17 @@ the maps), for the book's sentences under several head masks. Then the page as a
 uses it: clicking and the keyboard switch heads, the maps downstream change and those
 upstream do not, bad input gets a message, a model that fails to load says so, a page
 opened from disk says how to serve it, axe-core finds nothing serious, no request leaves the
-site, the whole download stays within budget, and no other page loads the model.
+site, the whole download stays within budget, and no other page loads the model. Each action
+is announced once, from the page's one live region. No fixed sleeps: after an action the tests
+wait for the page's own count of finished updates (``mhaLab.draws``) to grow.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -37,6 +40,7 @@ from test_site import (
 pytestmark = pytest.mark.book
 
 LAB = "book/lab.html"
+REPO = Path(__file__).resolve().parents[1]
 MAP_TOLERANCE = 5e-3  # largest |Δ attention weight|, any head, any query, any key
 EMBEDDING_TOLERANCE = 5e-3  # largest |Δ| of a mean-pooled embedding coordinate
 COSINE_FLOOR = 0.9999  # embedding direction, page vs PyTorch
@@ -87,10 +91,9 @@ def browser_page(built_book: Path) -> Iterator[tuple[object, str, list[str], lis
             tab.on("requestfinished", lambda req: sizes.append(req.sizes()["responseBodySize"]))
             tab.goto(base + LAB, wait_until="load")
             tab.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
-            tab.evaluate("() => mhaLab.ready")
-            tab.wait_for_function(
-                "() => document.querySelector('#mha-lab-cos') !== null", timeout=LOAD_TIMEOUT_MS
-            )
+            tab.evaluate("() => mhaLab.ready")  # after the first sentence is drawn
+            assert tab.evaluate("() => mhaLab.draws") >= 1
+            assert tab.locator("#mha-lab-cos").count() == 1
             assert not errors, f"JavaScript errors while the lab loaded: {errors}"
             yield tab, base, blocked, sizes
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -212,34 +215,37 @@ def _changes(tab: object) -> list[list[float]]:
       return rows; }""")
 
 
-def _wait_for_run(tab: object, before: int) -> None:
-    tab.wait_for_function("n => mhaLab.stats.runs.length > n", arg=before)
-    tab.wait_for_timeout(50)  # the page draws right after the run resolves
+def _act(tab: object, action: Callable[[], object]) -> None:
+    """Do what a reader does, then wait until the page has finished updating for it."""
+    before = tab.evaluate("() => mhaLab.draws")
+    action()
+    tab.wait_for_function("n => mhaLab.draws > n", arg=before)
+
+
+def _all_on(tab: object) -> None:
+    _act(tab, lambda: tab.click("#mha-lab-all-on"))
 
 
 def test_clicking_a_head_changes_the_maps_downstream_only(browser_page) -> None:
     tab, *_ = browser_page
-    tab.click("#mha-lab-all-on")
-    runs = tab.evaluate("() => mhaLab.stats.runs.length")
+    _all_on(tab)
     cos_before = tab.inner_text("#mha-lab-cos")
-    _tile(tab, 2, 5).click()
-    _wait_for_run(tab, runs)
+    _act(tab, lambda: _tile(tab, 2, 5).click())
     assert _tile(tab, 2, 5).get_attribute("aria-pressed") == "false"
     changes = _changes(tab)
     assert all(c == 0 for row in changes[:3] for c in row), "layers 0–2 must not change"
     assert all(c > 0 for row in changes[3:] for c in row), "every later head's map must change"
     assert "switched off" in tab.inner_text("#mha-lab-large-title")
     assert tab.inner_text("#mha-lab-count").startswith("1 of")
-    tab.click("#mha-lab-all-off")
-    _wait_for_run(tab, runs + 2)
+    _act(tab, lambda: tab.click("#mha-lab-all-off"))
     assert tab.inner_text("#mha-lab-cos") != cos_before
     assert "no token sees any other" in tab.inner_text("#mha-lab-count")
-    tab.click("#mha-lab-all-on")
+    _all_on(tab)
 
 
 def test_keyboard_alone_switches_heads_and_layers(browser_page) -> None:
     tab, *_ = browser_page
-    tab.click("#mha-lab-all-on")
+    _all_on(tab)
     tab.locator(".mha-lab-tile[tabindex='0']").focus()
     for key in ["Home", "ArrowRight", "ArrowDown", "ArrowRight", "ArrowRight"]:
         tab.keyboard.press(key)
@@ -248,40 +254,34 @@ def test_keyboard_alone_switches_heads_and_layers(browser_page) -> None:
     )
     assert focused[0] is not None and focused[1] is not None, focused
     layer, head = int(focused[0]), int(focused[1])
-    runs = tab.evaluate("() => mhaLab.stats.runs.length")
-    tab.keyboard.press("Enter")
-    _wait_for_run(tab, runs)
+    _act(tab, lambda: tab.keyboard.press("Enter"))
     assert _tile(tab, layer, head).get_attribute("aria-pressed") == "false"
-    tab.keyboard.press("Space")
-    _wait_for_run(tab, runs + 1)
+    _act(tab, lambda: tab.keyboard.press("Space"))
     assert _tile(tab, layer, head).get_attribute("aria-pressed") == "true"
     tab.keyboard.press("Home")  # the layer's own button
-    tab.keyboard.press("Enter")
-    _wait_for_run(tab, runs + 2)
+    _act(tab, lambda: tab.keyboard.press("Enter"))
     states = {_tile(tab, layer, h).get_attribute("aria-pressed") for h in range(12)}
     assert states == {"false"}, "Enter on the layer button switches the whole layer off"
-    tab.click("#mha-lab-all-on")
+    _all_on(tab)
 
 
 def test_presets_from_the_chapters(browser_page) -> None:
     tab, *_ = browser_page
     meta = tab.evaluate("() => mhaLab.meta.presets")
-    tab.click("#mha-lab-ch5")
-    tab.wait_for_timeout(300)
+    _act(tab, lambda: tab.click("#mha-lab-ch5"))
     off = {
         (int(t.get_attribute("data-layer")), int(t.get_attribute("data-head")))
         for t in tab.locator(".mha-lab-tile[aria-pressed='false']").all()
     }
     assert off == {(s["layer"], s["head"]) for s in meta["ch5_syntactic"].values()}
     n = meta["ch6_pruned_steps"][2]
-    tab.select_option("#mha-lab-ch6", str(n))
-    tab.wait_for_timeout(300)
+    _act(tab, lambda: tab.select_option("#mha-lab-ch6", str(n)))
     off = {
         (int(t.get_attribute("data-layer")), int(t.get_attribute("data-head")))
         for t in tab.locator(".mha-lab-tile[aria-pressed='false']").all()
     }
     assert off == {tuple(lh) for lh in meta["ch6_importance_order"][:n]}
-    tab.click("#mha-lab-all-on")
+    _all_on(tab)
 
 
 def test_bad_input_gets_a_message(browser_page) -> None:
@@ -299,7 +299,7 @@ def test_bad_input_gets_a_message(browser_page) -> None:
         )
     message = tab.evaluate("() => mhaLab.run('  ', null).then(() => 'ran', e => e.message)")
     assert "empty" in message
-    tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired.")
+    _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
 
 
 def test_axe_finds_nothing_serious_on_the_working_lab(browser_page) -> None:
@@ -349,9 +349,14 @@ def test_other_pages_do_not_load_the_model(browser_page) -> None:
     try:
         other = next(p for p in PAGES if p != LAB.removesuffix(".html"))
         page.goto(base + f"{other}.html", wait_until="load")
-        page.wait_for_timeout(500)
+        # Only lab.js fetches the model; a page that names no lab file never loads it.
+        named = page.evaluate(
+            "() => [...document.querySelectorAll('script[src], link[href]')]"
+            ".map(e => e.src || e.href).filter(u => u.includes('/_static/lab/'))"
+        )
     finally:
         page.close()
+    assert not named, named
     assert not [u for u in urls if "/_static/lab/" in u or "onnxruntime" in u], urls
 
 
@@ -377,3 +382,98 @@ def test_a_link_with_a_preset_opens_the_lab_with_those_heads_off(browser_page) -
         )
     finally:
         page.close()
+
+
+# Every text the live region takes, recorded in the page (one entry per change).
+_RECORD_ANNOUNCEMENTS_JS = """() => {
+  window.mhaLabSaid = [];
+  const box = document.querySelector('#mha-lab-announce');
+  new MutationObserver(() => window.mhaLabSaid.push(box.textContent.trim()))
+    .observe(box, {childList: true, characterData: true, subtree: true});
+}"""
+
+
+def _said(tab: object) -> list[str]:
+    """What the live region said since the last call."""
+    return tab.evaluate("() => window.mhaLabSaid.splice(0)")
+
+
+def test_each_action_is_announced_once_from_one_live_region(browser_page) -> None:
+    """Screen readers hear one concise message per action, not the four boxes that change."""
+    tab, *_ = browser_page
+    _all_on(tab)
+    live = tab.evaluate(
+        "() => [...document.querySelectorAll('#mha-lab [aria-live], #mha-lab [role=status], "
+        "#mha-lab [role=alert], #mha-lab [role=log], #mha-lab-facts [aria-live]')].map(e => e.id)"
+    )
+    assert live == ["mha-lab-announce"], live
+    assert tab.get_attribute("#mha-lab-announce", "aria-live") == "polite"
+    tab.evaluate(_RECORD_ANNOUNCEMENTS_JS)
+
+    _act(tab, lambda: _tile(tab, 1, 7).click())  # a head: the count, and the similarity
+    said = _said(tab)
+    assert len(said) == 1, said
+    assert said[0].startswith(tab.inner_text("#mha-lab-count")), said
+    assert tab.inner_text("#mha-lab-cos") in said[0] and "similarity" in said[0], said
+
+    _act(tab, lambda: tab.click("#mha-lab-all-on"))  # a preset: the same, once
+    said = _said(tab)
+    assert len(said) == 1 and said[0].startswith("All heads are on."), said
+
+    _act(tab, lambda: tab.fill("#mha-lab-other", "A dog was sleeping on the rug."))
+    said = _said(tab)  # new text: the note (tokens, time), and the similarity
+    assert len(said) == 1, said
+    assert said[0].startswith(tab.inner_text("#mha-lab-note")) and "tokens" in said[0], said
+    assert tab.inner_text("#mha-lab-cos") in said[0], said
+
+    _tile(tab, 0, 0).focus()  # moving between heads: the focused button speaks for itself
+    tab.keyboard.press("ArrowRight")
+    assert _said(tab) == []
+
+    _act(tab, lambda: tab.fill("#mha-lab-text", ""))
+    assert _said(tab) == [tab.inner_text("#mha-lab-note")]
+    _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
+    _act(tab, lambda: tab.fill("#mha-lab-other", "A kitten was sleeping on the rug."))
+
+
+def test_drawn_resolves_after_the_next_update(browser_page) -> None:
+    """mhaLab.drawn: a promise for the page's next finished update, with its count."""
+    tab, *_ = browser_page
+    _all_on(tab)
+    got = tab.evaluate("""async () => {
+      const before = mhaLab.draws;
+      const drawn = mhaLab.drawn;
+      document.querySelector('#mha-lab-all-off').click();
+      const count = await drawn;
+      const tiles = [...document.querySelectorAll('.mha-lab-tile')];
+      return {before, count, now: mhaLab.draws,
+              attr: +document.querySelector('#mha-lab').dataset.drawn,
+              off: tiles.filter(t => t.getAttribute('aria-pressed') === 'false').length,
+              changed: tiles.filter(t => +t.dataset.change > 0).length};
+    }""")
+    assert got["count"] == got["now"] == got["attr"] == got["before"] + 1, got
+    assert got["off"] == 72 and got["changed"] > 0, got  # drawn: the tiles show the new maps
+    _all_on(tab)
+
+
+def _imports(module: Path) -> set[str]:
+    text = module.read_text(encoding="utf-8")
+    return set(re.findall(r"""(?:from|import\()\s*["']\./([\w.-]+\.js)["']""", text))
+
+
+def test_the_site_serves_every_module_of_the_lab(built_book: Path) -> None:
+    """lab.js and every module it imports, at their current versions, in both editions."""
+    lab = REPO / "lab"
+    needed, todo = set(), ["lab.js"]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(_imports(lab / name))
+    assert {"strings.js", "heads.js", "maps.js", "wordpiece.js"} <= needed, needed
+    editions = [built_book] + ([built_book / "zh"] if (built_book / "zh" / LAB).is_file() else [])
+    for root in editions:
+        served = root / "_static" / "lab"
+        for name in sorted(needed | {"lab.css"}):
+            assert (served / name).is_file(), f"{served / name} is missing"
+            assert (served / name).read_bytes() == (lab / name).read_bytes(), f"{name} is stale"
