@@ -2,6 +2,8 @@
 
 Everything the book's claims rest on, proven equal to torch (``tests/test_attention_parity.py``):
 
+- :mod:`~mha_lib.core.teaching`: the same computation in the few lines that are the idea,
+  without checks, masks or fast path (what a page shows first);
 - :mod:`~mha_lib.core.attention`: :func:`scaled_dot_product_attention`, every step explicit;
 - :mod:`~mha_lib.core.heads`: :func:`split_heads` and :func:`merge_heads`, two reshapes;
 - :mod:`~mha_lib.core.multihead`: :class:`MultiHeadAttention` (explicit and fused paths,
