@@ -52,7 +52,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 def sentences() -> list[str]:
-    from mha_lib.analysis.syntax_probe import NATURAL_SENTENCES
+    from mha_lib.data.sentences import NATURAL_SENTENCES
 
     return ["The cat sat on the mat because it was tired.", *NATURAL_SENTENCES[:9]]
 
@@ -168,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             page.goto(url, wait_until="load")
             page.wait_for_function("() => window.mhaLab", timeout=120_000)
             page.evaluate("() => mhaLab.ready")
-            # The page's first run (its default sentence) follows the load; wait for it.
-            page.wait_for_function("() => document.querySelector('#mha-lab-cos')", timeout=120_000)
-            page.wait_for_timeout(300)
+            # The page's first run (its default sentence) follows the load; wait until drawn.
+            page.wait_for_function("() => mhaLab.draws >= 1", timeout=120_000)
             cpu1 = _tree_cpu_seconds(root)
             stats = page.evaluate("() => mhaLab.stats")
             loads.append(stats["loadMs"] / 1000)
@@ -187,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             measured = page.evaluate("() => mhaLab.stats.runs")[before:]
             runs += [r["ms"] for r in measured]
             tokens += [r["tokens"] for r in measured]
-            page.wait_for_timeout(300)
+            page.wait_for_load_state("networkidle")  # every download counted
             downloads.append(sum(sizes))
             if repeat == 0:
                 model, tokenizer = bert.load()

@@ -114,7 +114,7 @@ def reference() -> tuple[object, object]:
 
 
 def book_sentences() -> list[str]:
-    from mha_lib.analysis.syntax_probe import NATURAL_SENTENCES
+    from mha_lib.data.sentences import NATURAL_SENTENCES
 
     return ["The cat sat on the mat because it was tired.", *NATURAL_SENTENCES[:9]]
 

@@ -74,7 +74,7 @@ def node_tokens(texts: list[str], vocab: Path, max_length: int, *, prelude: str 
 
 def test_wordpiece_matches_the_python_tokenizer() -> None:
     from mha_lib import bert
-    from mha_lib.analysis.syntax_probe import NATURAL_SENTENCES
+    from mha_lib.data.sentences import NATURAL_SENTENCES
 
     model, tokenizer = bert.load()
     limit = model.config.max_position_embeddings

@@ -368,7 +368,7 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         no_alt = [i["src"] for i in images if not i["alt"]]
         if no_alt:
             problems.append(f"images without alt text: {no_alt}")
-        # Figures (mha_lib.notebook.show records their smallest text in image pixels):
+        # Figures (mha_lib.book.show records their smallest text in image pixels):
         # scaled to the column, that text must stay readable.
         for i in images:
             if i["minText"] is not None and i["width"]:

@@ -20,7 +20,6 @@ import torch
 from mha_lib._checks import check_floating, check_positive_int
 from mha_lib.analysis import heldout
 from mha_lib.analysis.heldout import HeldOut
-from mha_lib.data.sentences import NATURAL_SENTENCES  # noqa: F401 (its old home)
 
 # Word lists: every noun and adjective starts with a consonant, so "a" is always right.
 DETERMINERS = ("the", "a", "this", "that", "every")
