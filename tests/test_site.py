@@ -359,6 +359,9 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         response = tab.goto(site.base + f"{url}.html", wait_until="load")
         assert response is not None, f"{url}: no response"
         assert response.status == 200, f"{url}: HTTP {response.status}"
+        # The live lab is checked as drawn: its model loaded and its first sentence shown.
+        if tab.evaluate("!!document.getElementById('mha-lab')"):
+            tab.wait_for_function("() => window.mhaLab && mhaLab.draws >= 1", timeout=120_000)
 
         # Images: every one loaded and described.
         images = tab.evaluate(_IMAGES_JS)
