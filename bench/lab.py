@@ -1,6 +1,7 @@
 """The live lab's speed and weight in headless Chromium: model load, one sentence, download.
 
     .venv/bin/python bench/lab.py [--html _build/html] [--repeats 7] [--json bench/results/lab.json]
+    .venv/bin/python bench/lab.py --long-only [--repeats 3]   # only the long text (below)
 
 Each repeat opens the lab page in a fresh browser context (nothing cached) on a local
 static server and reads the page's own clocks (``mhaLab.stats``): the load (lab-model.json,
@@ -14,6 +15,13 @@ reader waits) and the CPU time of the browser's whole process tree (read from /p
 the load's CPU time is larger than its wall time because the browser compiles the
 WebAssembly runtime on several threads. The machine's load average before and
 after says how busy it was.
+
+A long text: each repeat also pastes 1,000 words (the book's sentences, repeated) and
+then clicks heads of the grid, and times what the reader waits for: from the paste or the
+click (the event's own time stamp) to the next frame after the page's update is drawn, the
+model's share of it (its runs, from ``mhaLab.stats``) and the longest task of the page's
+main thread meanwhile (the browser's long-task entries: the time the page could not answer
+a scroll, a key or a click).
 The JSON (with provenance) is what the lab page's "how this works" note shows.
 """
 
@@ -74,6 +82,76 @@ def masks() -> dict[str, list[list[float]]]:
     }
 
 
+LONG_WORDS = 1000
+# Heads clicked after the paste: one off, another off, the first back on.
+LONG_CLICKS = [(2, 5), (3, 1), (2, 5)]
+
+# Installed once per page: the main thread's long tasks, and the time stamp of every click
+# and input event (the reader's action).
+WATCH_JS = """() => {
+  const w = window.mhaBench = {tasks: [], actions: []};
+  w.observer = new PerformanceObserver(l => {
+    for (const e of l.getEntries()) w.tasks.push(e.duration);
+  });
+  w.observer.observe({type: 'longtask'});
+  for (const type of ['click', 'input']) {
+    document.addEventListener(type, e => w.actions.push(e.timeStamp), true);
+  }
+}"""
+# After the page finished its update: the time of the next frame (the maps are on screen),
+# the last action's time stamp, and the long tasks since the last call.
+PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => setTimeout(() => {
+  const w = window.mhaBench;
+  for (const e of w.observer.takeRecords()) w.tasks.push(e.duration);
+  r({painted: performance.now(), action: w.actions.at(-1), tasks: w.tasks.splice(0)});
+})))"""
+
+
+def long_text(words: int = LONG_WORDS) -> str:
+    """``words`` words of the book's sentences, repeated: a long paste."""
+    from mha_lib.data.sentences import NATURAL_SENTENCES
+
+    out: list[str] = []
+    while len(out) < words:
+        for sentence in NATURAL_SENTENCES:
+            out += sentence.split()
+    return " ".join(out[:words])
+
+
+def time_action(page: object, action: object) -> dict[str, float]:
+    """Do ``action`` (a click or a paste) on a lab page with WATCH_JS installed; its timings.
+
+    ``ms``: from the action's event to the next frame after the page's update was drawn;
+    ``model_ms``: the model's runs meanwhile; ``longest_task_ms``: the main thread's longest
+    task meanwhile (0 when none took 50 ms, the browser's threshold)."""
+    before = page.evaluate("() => mhaLab.draws")
+    runs_before = page.evaluate("() => mhaLab.stats.runs.length")
+    page.evaluate("() => { mhaBench.actions.length = 0; }")
+    action()
+    page.wait_for_function("n => mhaLab.draws > n", arg=before, timeout=120_000)
+    seen = page.evaluate(PAINTED_JS)
+    runs = page.evaluate("n => mhaLab.stats.runs.slice(n)", runs_before)
+    return {
+        "ms": seen["painted"] - seen["action"],
+        "model_ms": sum(r["ms"] for r in runs),
+        "runs": len(runs),
+        "tokens": max((r["tokens"] for r in runs), default=0),
+        "longest_task_ms": max(seen["tasks"], default=0.0),
+    }
+
+
+def time_long_text(page: object) -> dict[str, list[dict[str, float]]]:
+    """The paste of ``long_text()`` and LONG_CLICKS on a loaded lab page, each timed."""
+    page.evaluate(WATCH_JS)
+    text = long_text()
+    paste = time_action(page, lambda: page.fill("#mha-lab-text", text))
+    clicks = []
+    for layer, head in LONG_CLICKS:
+        tile = f".mha-lab-tile[data-layer='{layer}'][data-head='{head}']"
+        clicks.append(time_action(page, lambda tile=tile: page.click(tile)))
+    return {"paste": paste, "clicks": clicks}
+
+
 def _tree_cpu_seconds(root: int) -> float:
     """utime + stime of ``root`` and all its descendants (Linux /proc)."""
     children: dict[int, list[int]] = {}
@@ -119,12 +197,44 @@ def spread(values: list[float]) -> dict[str, float]:
     }
 
 
+def _long_line(one: dict[str, list[dict[str, float]]]) -> str:
+    paste, clicks = one["paste"], one["clicks"]
+    each = ", ".join(f"{c['ms']:.0f}" for c in clicks)
+    model = ", ".join(f"{c['model_ms']:.0f}" for c in clicks)
+    longest = max(c["longest_task_ms"] for c in [paste, *clicks])
+    return (
+        f"{LONG_WORDS} words ({paste['tokens']} tokens): paste {paste['ms']:.0f} ms, "
+        f"clicks {each} ms (model {model} ms), longest task {longest:.0f} ms"
+    )
+
+
+def _long_summary(longs: list[dict[str, list[dict[str, float]]]]) -> dict[str, object]:
+    pastes = [one["paste"] for one in longs]
+    clicks = [c for one in longs for c in one["clicks"]]
+    return {
+        "words": LONG_WORDS,
+        "tokens": max(p["tokens"] for p in pastes),
+        "paste_ms": spread([p["ms"] for p in pastes]),
+        "paste_model_ms": spread([p["model_ms"] for p in pastes]),
+        "paste_longest_task_ms": spread([p["longest_task_ms"] for p in pastes]),
+        "click_ms": spread([c["ms"] for c in clicks]),
+        "click_model_ms": spread([c["model_ms"] for c in clicks]),
+        "click_other_ms": spread([c["ms"] - c["model_ms"] for c in clicks]),
+        "click_longest_task_ms": spread([c["longest_task_ms"] for c in clicks]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=REPO / "_build" / "html")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--long-only", action="store_true", help="time only the long text (writes no JSON)"
+    )
     args = parser.parse_args(argv)
+    if args.long_only and args.json:
+        raise SystemExit("--long-only measures one part only: it writes no --json")
     if not (args.html / "book" / "lab.html").is_file():
         raise SystemExit(f"no book/lab.html under {args.html}: run `make book` first")
 
@@ -144,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = sentences()
     loads, fetches, creates, runs, tokens, downloads = [], [], [], [], [], []
     load_cpu, run_cpu = [], []
+    longs: list[dict[str, list[dict[str, float]]]] = []
     marker = f"--mha-bench-{os.getpid()}"
     worst_map = worst_emb = 0.0
     start = time.perf_counter()
@@ -178,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
             # Load CPU: the whole page until it shows its first sentence (parsing, the theme,
             # fetch, InferenceSession.create, the first four runs and their drawing).
             load_cpu.append(cpu1 - cpu0)
+            if args.long_only:
+                longs.append(time_long_text(page))
+                context.close()
+                print(f"repeat {repeat + 1}/{args.repeats}: {_long_line(longs[-1])}", flush=True)
+                continue
             before = len(page.evaluate("() => mhaLab.stats.runs"))
             for text in texts:
                 c0 = _tree_cpu_seconds(root)
@@ -200,14 +316,20 @@ def main(argv: list[str] | None = None) -> int:
                         worst_emb = max(
                             worst_emb, float((torch.tensor(got["embedding"]) - emb).abs().max())
                         )
+            longs.append(time_long_text(page))
             context.close()
             print(
                 f"repeat {repeat + 1}/{args.repeats}: load {loads[-1]:.2f} s, "
-                f"median run {statistics.median(runs[-len(texts) :]):.1f} ms",
+                f"median run {statistics.median(runs[-len(texts) :]):.1f} ms; "
+                f"{_long_line(longs[-1])}",
                 flush=True,
             )
         browser.close()
     server.shutdown()
+    long_result = _long_summary(longs)
+    if args.long_only:
+        print(__import__("json").dumps(long_result, indent=1))
+        return 0
     meta = __import__("json").loads((args.html / "_static" / "lab" / "lab-model.json").read_text())
     result = {
         "repeats": args.repeats,
@@ -224,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "browser_max_abs_map": worst_map,
         "browser_max_abs_embedding": worst_emb,
         "compared": {"sentences": len(texts), "masks": len(masks())},
+        "long_text": long_result,
         # The budgets of the lab's issue, in headless Chromium on a 2-core machine.
         "targets": {"load_s": 2.0, "run_ms": 50.0, "download_bytes": 65e6, "max_run_tokens": 32},
         "machine": {
