@@ -196,7 +196,9 @@ def run(args: argparse.Namespace) -> None:
             load_results(args.out), [p for p in (*PARTS, "config") if p not in parts]
         )
         print("\n".join(lines))
-    s = setup()
+    # A rerun that keeps the committed probe measures the other parts with it: a probe
+    # refitted here could differ in the last bits, and the parts would no longer agree.
+    s = setup(probe=None if "probe" in parts else result.get("probe"))
 
     def save(part: str) -> None:
         provs[part] = provs["config"] = made
