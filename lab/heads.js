@@ -110,3 +110,13 @@ export function flatMask(headMask, layers, heads) {
   }
   return Float32Array.from(flat);
 }
+
+// The step of chapter 6's menu (one of `steps`) whose heads are exactly the ones off in `on`,
+// or null: what the menu shows, whichever control changed the heads.
+export function ch6Step(on, presets, steps, layers, heads) {
+  for (const count of steps) {
+    const mask = presetMask({ kind: "ch6-importance", count }, presets, layers, heads);
+    if (mask.every((v, i) => v > 0 === on[i] > 0)) return count;
+  }
+  return null;
+}

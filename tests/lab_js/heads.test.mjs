@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { countMessage, flatMask, gridMove, HeadSwitches, parseHash, parsePreset, presetMask } from "../../lab/heads.js";
+import { ch6Step, countMessage, flatMask, gridMove, HeadSwitches, parseHash, parsePreset, presetMask } from "../../lab/heads.js";
 
 const state = (s) => Array.from(s.on);
 // lab-model.json's presets, cut down: chapter 5 names a head twice (two relations, one head).
@@ -122,4 +122,27 @@ test("run()'s headMask: nested, flat, typed or null; anything else is refused, n
   assert.throws(() => flatMask([1, 1, 1, 1, 1, NaN], 2, 3), TypeError);
   assert.throws(() => flatMask([1, 1, 1, 1, 1, "1"], 2, 3), TypeError);
   assert.throws(() => flatMask("all", 2, 3), { name: "TypeError", message: /layers × heads/ });
+});
+
+test("chapter 6's menu shows the step whose heads are off, whichever control switched them", () => {
+  const steps = [1, 2, 4]; // the menu's steps (none for 0: "all on" has its own button)
+  const s = new HeadSwitches(2, 3);
+  const step = () => ch6Step(s.on, PRESETS, steps, 2, 3);
+  assert.equal(step(), null); // all on
+  s.applyPreset("ch6-importance-2", PRESETS);
+  assert.equal(step(), 2);
+  s.toggleHead(0, 2); // back on: the order's first head alone is off
+  assert.equal(step(), 1);
+  s.toggleHead(0, 1); // a head outside the order
+  assert.equal(step(), null);
+  s.toggleHead(0, 1);
+  s.setAll(1); // "All heads on"
+  assert.equal(step(), null);
+  s.applyPreset("ch5-syntactic", PRESETS); // 0-1 and 1-2: not a step of the order
+  assert.equal(step(), null);
+  s.applyPreset("ch6-importance-99", PRESETS); // the whole order, a step the menu has (4)
+  assert.equal(step(), 4);
+  s.setAll(0);
+  assert.equal(step(), null); // all off: more than the order
+  assert.equal(ch6Step(new HeadSwitches(2, 3).on, PRESETS, [0, 1], 2, 3), 0);
 });
