@@ -17,6 +17,18 @@ export function colour(v) {
   return [a[0] + f * (b[0] - a[0]), a[1] + f * (b[1] - a[1]), a[2] + f * (b[2] - a[2])];
 }
 
+// The same scale as a table of COLOUR_STEPS colours (r, g, b, r, g, b, …, rounded), for
+// painting many weights at once: a weight w takes entry colourIndex(w), the nearest of
+// 0, 1/(COLOUR_STEPS − 1), …, 1 (a weight moves its colour by less than one unit of 255
+// within a step).
+export const COLOUR_STEPS = 1024;
+export const COLOUR_TABLE = (() => {
+  const table = new Uint8ClampedArray(3 * COLOUR_STEPS);
+  for (let i = 0; i < COLOUR_STEPS; i++) table.set(colour(i / (COLOUR_STEPS - 1)).map(Math.round), 3 * i);
+  return table;
+})();
+export const colourIndex = (v) => Math.round(Math.min(Math.max(v, 0), 1) * (COLOUR_STEPS - 1)) || 0;
+
 // Offset of head (layer, head)'s T × T map in the flat output.
 export const mapStart = (layer, head, heads, T) => (layer * heads + head) * T * T;
 
@@ -27,11 +39,35 @@ export function mapChange(maps, base, start, T) {
   return worst;
 }
 
-// The large map: tokens' labels `labelWidth` px wide at most 110, cells of 1 to 26 px that fill
-// `avail` px (200 to 720), every `step`-th token labelled so that long texts stay legible.
+// How many pixels a small map of T tokens gets: as many as its square has on screen (`css`
+// px at `dpr` device pixels each), never more than T (then each weight is one pixel).
+export const tilePixels = (T, css, dpr = 1) => Math.max(1, Math.min(T, Math.ceil((css || 0) * (dpr || 1))));
+
+// A T × T map seen at n × n pixels (n ≤ T): each pixel holds the largest weight of the block
+// of queries and keys it covers, the blocks' edges at floor(i · T / n), so that one strong
+// weight stays visible however long the text. n = T gives the map itself.
+export function poolMax(maps, start, T, n, out = new Float32Array(n * n)) {
+  const at = new Int32Array(T); // the pixel row (or column) of each token
+  for (let i = 0; i < n; i++) at.fill(i, Math.floor((i * T) / n), Math.floor(((i + 1) * T) / n));
+  out.fill(-Infinity);
+  for (let q = 0; q < T; q++) {
+    const row = start + q * T;
+    const to = at[q] * n;
+    for (let k = 0; k < T; k++) {
+      const v = maps[row + k];
+      const j = to + at[k];
+      if (v > out[j]) out[j] = v;
+    }
+  }
+  return out;
+}
+
+// The large map: tokens' labels `labelWidth` px wide (rounded up: cells start on whole pixels)
+// at most 110, cells of 1 to 26 px that fill `avail` px (200 to 720), every `step`-th token
+// labelled so that long texts stay legible.
 export function largeLayout(T, labelWidth, avail) {
   avail = Math.max(200, Math.min(avail || 640, 720));
-  const label = Math.min(110, labelWidth + 8);
+  const label = Math.min(110, Math.ceil(labelWidth) + 8);
   const cell = Math.max(1, Math.min(26, Math.floor((avail - label - 4) / T)));
   return { label, cell, size: label + cell * T + 4, step: Math.max(1, Math.ceil(T / 64)) };
 }

@@ -3,7 +3,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { cellAt, colour, cosine, largeLayout, mapChange, mapStart, nested, strongestKeys, VIRIDIS } from "../../lab/maps.js";
+import {
+  cellAt, colour, COLOUR_STEPS, COLOUR_TABLE, colourIndex, cosine, largeLayout, mapChange, mapStart, nested, poolMax, strongestKeys,
+  tilePixels, VIRIDIS,
+} from "../../lab/maps.js";
 
 const close = (got, want, tol = 1e-9) =>
   assert.ok(got.every((g, i) => Math.abs(g - want[i]) <= tol), `${got} != ${want}`);
@@ -76,4 +79,50 @@ test("cosine similarity", () => {
   assert.equal(cosine([1, 2], [-1, -2]), -1);
   close([cosine([1, 1], [1, 0])], [Math.SQRT1_2], 1e-12);
   assert.ok(Number.isNaN(cosine([0, 0], [1, 1])));
+});
+
+test("the colour table: the scale at COLOUR_STEPS weights, and each weight's nearest entry", () => {
+  assert.equal(COLOUR_TABLE.length, 3 * COLOUR_STEPS);
+  assert.deepEqual(Array.from(COLOUR_TABLE.slice(0, 3)), [0x44, 0x01, 0x54]);
+  assert.deepEqual(Array.from(COLOUR_TABLE.slice(-3)), [0xfd, 0xe7, 0x25]);
+  const mid = (COLOUR_STEPS - 1) / 2; // 511.5: weight 0.5 rounds up to entry 512
+  assert.equal(colourIndex(0.5), Math.ceil(mid));
+  assert.deepEqual([colourIndex(0), colourIndex(1), colourIndex(-2), colourIndex(9), colourIndex(NaN)], [0, COLOUR_STEPS - 1, 0, COLOUR_STEPS - 1, 0]);
+  // Within a unit of 255 of the exact scale, anywhere.
+  for (let i = 0; i <= 1000; i++) {
+    const w = i / 1000;
+    const j = 3 * colourIndex(w);
+    close(Array.from(COLOUR_TABLE.slice(j, j + 3)), colour(w), 1);
+  }
+});
+
+test("a small map's pixels: as many as it has on screen, at most one per weight", () => {
+  assert.equal(tilePixels(512, 48, 1), 48);
+  assert.equal(tilePixels(512, 47.5, 2), 95);
+  assert.equal(tilePixels(12, 48, 2), 12); // short text: one pixel per weight
+  assert.equal(tilePixels(512, 0, 1), 1); // not laid out yet
+  assert.equal(tilePixels(5, 3.2, undefined), 4);
+});
+
+test("a map pooled to n × n pixels keeps each block's largest weight", () => {
+  // T = 5 at n = 2: blocks of tokens {0, 1} and {2, 3, 4} (edges floor(i · 5 / 2) = 0, 2, 5).
+  const map = [
+    0.1, 0.2, 0.3, 0.0, 0.0,
+    0.0, 0.9, 0.0, 0.1, 0.0,
+    0.5, 0.0, 0.0, 0.0, 0.4,
+    0.0, 0.0, 0.2, 0.0, 0.0,
+    0.0, 0.6, 0.0, 0.0, 0.7,
+  ];
+  close(Array.from(poolMax([7, ...map], 1, 5, 2)), [0.9, 0.3, 0.6, 0.7], 1e-7);
+  // n = T: the map itself; n = 1: its largest weight.
+  close(Array.from(poolMax(map, 0, 5, 5)), map, 1e-7);
+  close(Array.from(poolMax(map, 0, 5, 1)), [0.9], 1e-7);
+  // T = 4 at n = 3: edges 0, 1, 2, 4 (the last block two tokens wide).
+  const four = Array.from({ length: 16 }, (_, i) => i / 16);
+  close(Array.from(poolMax(four, 0, 4, 3)), [0, 1, 3, 4, 5, 7, 12, 13, 15].map((v) => v / 16), 1e-7);
+});
+
+test("the large map's cells start on whole pixels, whatever the labels' measured width", () => {
+  assert.deepEqual(largeLayout(10, 43.2, 640), largeLayout(10, 44, 640));
+  assert.equal(largeLayout(100, 43.5, 640).label, 52);
 });
