@@ -1,4 +1,4 @@
-// Two DOM shorthands the page and its facts share.
+// DOM shorthands the page and its facts share.
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -12,4 +12,15 @@ export function el(tag, attrs = {}, ...children) {
   }
   for (const c of children) node.append(c);
   return node;
+}
+
+// Resolves in a task of its own: a long piece of work awaits it between its parts, so that
+// the page can answer the reader (scroll, point, type) in between.
+export function nextTask() {
+  if (globalThis.scheduler && typeof globalThis.scheduler.yield === "function") return globalThis.scheduler.yield();
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
 }

@@ -1,22 +1,29 @@
-// Painting the maps on canvases: a tile per head (one pixel per weight, scaled by CSS) and the
-// selected head large, with its tokens. The numbers come from maps.js.
+// Painting the maps on canvases: a small square per head (at most one pixel per pixel of its
+// square on screen: maps.js's poolMax) and the selected head large, one image pixel per
+// weight, with its tokens. The numbers come from maps.js; every weight goes through one
+// colour table, so that a text of 512 tokens paints in milliseconds, not seconds.
 
-import { colour, largeLayout } from "./maps.js";
+import { COLOUR_TABLE, colourIndex, largeLayout } from "./maps.js";
 
-// One head's map, one pixel per (query, key).
-export function paintTile(canvas, maps, start, T) {
-  canvas.width = T;
-  canvas.height = T;
-  const ctx = canvas.getContext("2d");
-  const img = ctx.createImageData(T, T);
-  for (let i = 0; i < T * T; i++) {
-    const [r, g, b] = colour(maps[start + i]);
-    img.data[4 * i] = r;
-    img.data[4 * i + 1] = g;
-    img.data[4 * i + 2] = b;
-    img.data[4 * i + 3] = 255;
+// `count` weights from `values[start]` on as opaque pixels of `image` (an ImageData).
+function fill(image, values, start, count) {
+  const px = image.data;
+  for (let i = 0; i < count; i++) {
+    const c = 3 * colourIndex(values[start + i]);
+    px[4 * i] = COLOUR_TABLE[c];
+    px[4 * i + 1] = COLOUR_TABLE[c + 1];
+    px[4 * i + 2] = COLOUR_TABLE[c + 2];
+    px[4 * i + 3] = 255;
   }
-  ctx.putImageData(img, 0, 0);
+  return image;
+}
+
+// One head's map as n × n pixels (n × n values, row-major: see maps.js's poolMax).
+export function paintTile(canvas, values, n) {
+  if (canvas.width !== n) canvas.width = n;
+  if (canvas.height !== n) canvas.height = n;
+  const ctx = canvas.getContext("2d");
+  ctx.putImageData(fill(ctx.createImageData(n, n), values, 0, n * n), 0, 0);
 }
 
 // The selected head's map with its tokens on both axes, faded when the head is off; returns
@@ -25,7 +32,9 @@ export function paintLarge(canvas, { maps, start, T, tokens, on, textColour, ava
   const dpr = window.devicePixelRatio || 1;
   const ctx = canvas.getContext("2d");
   ctx.font = "12px sans-serif";
-  const layout = largeLayout(T, Math.max(...tokens.map((tok) => ctx.measureText(tok).width)), avail);
+  let widest = 0;
+  for (const tok of tokens) widest = Math.max(widest, ctx.measureText(tok).width);
+  const layout = largeLayout(T, widest, avail);
   const { label, cell, size, step } = layout;
   canvas.width = Math.round(size * dpr);
   canvas.height = Math.round(size * dpr);
@@ -33,13 +42,15 @@ export function paintLarge(canvas, { maps, start, T, tokens, on, textColour, ava
   canvas.style.height = `${size}px`;
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, size, size);
-  for (let q = 0; q < T; q++) {
-    for (let k = 0; k < T; k++) {
-      const [r, g, b] = colour(maps[start + q * T + k]);
-      ctx.fillStyle = `rgb(${r | 0},${g | 0},${b | 0})`;
-      ctx.fillRect(label + k * cell, label + q * cell, cell, cell);
-    }
-  }
+  // The map as a T × T image, scaled up to cells of `cell` px without smoothing: every
+  // weight is drawn, each as its own square.
+  const image = document.createElement("canvas");
+  image.width = T;
+  image.height = T;
+  const ictx = image.getContext("2d");
+  ictx.putImageData(fill(ictx.createImageData(T, T), maps, start, T * T), 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(image, label, label, cell * T, cell * T);
   if (!on) {
     ctx.fillStyle = "rgba(255,255,255,0.55)";
     ctx.fillRect(label, label, cell * T, cell * T);

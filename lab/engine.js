@@ -1,17 +1,20 @@
 // The model and its tokenizer: the packaged MiniLM, exported to ONNX at build time, run by
-// ONNX Runtime Web (WebAssembly, one thread) in the reader's browser. Nothing leaves the page.
+// ONNX Runtime Web (WebAssembly, one thread) in the reader's browser, in a module worker
+// (worker.js) so that the page's main thread stays free while it runs; on the page itself
+// where a browser has no module workers. Nothing leaves the page.
 
 import { flatMask } from "./heads.js";
+import { createSession, loadRuntime, runSession } from "./session.js";
 import { WordPiece } from "./wordpiece.js";
 
 const HERE = new URL(".", import.meta.url);
 const VENDOR = new URL("../vendor/onnxruntime-web/", HERE);
 
-// A file next to this module, or an error that names it (the model by its whole path).
-async function fetchOk(name, { wholePath = false } = {}) {
-  const url = new URL(name, HERE);
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`${wholePath ? url.pathname : name}: HTTP ${res.status}`);
+// A file next to this module, or an error that the page shows the reader: the server's
+// status, without the file's name (the browser's network panel has it).
+async function fetchOk(name) {
+  const res = await fetch(new URL(name, HERE));
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
   return res;
 }
 
@@ -38,36 +41,100 @@ async function readBytes(res, onProgress) {
   return out;
 }
 
+// The model in worker.js, asked by messages; each answer settles the question of its id.
+class WorkerRunner {
+  where = "worker";
+
+  // A worker whose modules loaded (it answered), or an error: module workers fail here.
+  static async start() {
+    const runner = new WorkerRunner(new Worker(new URL("worker.js", HERE), { type: "module", name: "mha-lab-model" }));
+    await runner.ask({ kind: "hello" });
+    return runner;
+  }
+
+  constructor(worker) {
+    this.worker = worker;
+    this.asked = 0;
+    this.waiting = new Map();
+    this.broken = null;
+    worker.addEventListener("message", ({ data }) => {
+      const waiting = this.waiting.get(data.id);
+      if (!waiting) return;
+      this.waiting.delete(data.id);
+      if (data.error !== undefined) waiting.reject(new Error(data.error));
+      else waiting.resolve(data);
+    });
+    worker.addEventListener("error", (event) => {
+      event.preventDefault();
+      this.broken = new Error(event.message || "the model's worker stopped");
+      for (const waiting of this.waiting.values()) waiting.reject(this.broken);
+      this.waiting.clear();
+    });
+  }
+
+  ask(message, transfer = []) {
+    if (this.broken) return Promise.reject(this.broken);
+    const id = ++this.asked;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ id, ...message }, transfer);
+    });
+  }
+
+  runtime(vendor) {
+    return this.ask({ kind: "runtime", vendor: vendor.href });
+  }
+
+  create(model) {
+    return this.ask({ kind: "create", model }, [model.buffer]);
+  }
+
+  run(ids, mask, layers, heads) {
+    return this.ask({ kind: "run", ids, mask, layers, heads });
+  }
+}
+
+// The same on the page's own thread.
+class PageRunner {
+  where = "page";
+
+  async runtime(vendor) {
+    this.ort = await loadRuntime(vendor);
+  }
+
+  async create(model) {
+    this.session = await createSession(this.ort, model);
+  }
+
+  run(ids, mask, layers, heads) {
+    return runSession(this.ort, this.session, ids, mask, layers, heads);
+  }
+}
+
+const startRunner = () => WorkerRunner.start().catch(() => new PageRunner());
+
 export class LabEngine {
   constructor() {
-    this.stats = { loadMs: null, fetchMs: null, createMs: null, bytes: {}, runs: [] };
+    // thread: where the model runs ("worker", or "page" where a browser has no module workers)
+    this.stats = { loadMs: null, fetchMs: null, createMs: null, bytes: {}, runs: [], thread: null };
     this.queue = Promise.resolve();
   }
 
   async load(onProgress) {
     const t0 = performance.now();
+    const runner = startRunner();
     this.meta = await (await fetchOk("lab-model.json")).json();
-    const [vocab, ort] = await Promise.all([
+    const [vocab] = await Promise.all([
       fetchOk("vocab.txt").then((r) => r.text()),
-      import(new URL("ort.wasm.min.js", VENDOR).href),
+      runner.then((r) => r.runtime(VENDOR)),
     ]);
     this.tokenizer = new WordPiece(vocab);
-    this.ort = ort;
-    ort.env.wasm.numThreads = 1; // no cross-origin isolation on a static site: one thread
-    ort.env.wasm.proxy = false;
-    ort.env.wasm.wasmPaths = {
-      mjs: new URL("ort-wasm-simd-threaded.js", VENDOR).href,
-      wasm: new URL("ort-wasm-simd-threaded.wasm", VENDOR).href,
-    };
-    ort.env.logLevel = "error";
-    const model = await readBytes(await fetchOk("minilm-lab.onnx", { wholePath: true }), onProgress);
+    this.runner = await runner;
+    const model = await readBytes(await fetchOk("minilm-lab.onnx"), onProgress);
     const t1 = performance.now();
-    this.session = await ort.InferenceSession.create(model, {
-      executionProviders: ["wasm"],
-      graphOptimizationLevel: "all",
-    });
+    await this.runner.create(model);
     const t2 = performance.now();
-    Object.assign(this.stats, { loadMs: t2 - t0, fetchMs: t1 - t0, createMs: t2 - t1 });
+    Object.assign(this.stats, { loadMs: t2 - t0, fetchMs: t1 - t0, createMs: t2 - t1, thread: this.runner.where });
     this.L = this.meta.layers;
     this.H = this.meta.heads;
   }
@@ -87,17 +154,9 @@ export class LabEngine {
   async runNow(text, headMask) {
     const { tokens, ids, truncated } = this.encode(text);
     const mask = flatMask(headMask, this.L, this.H);
-    const T = ids.length;
-    const ort = this.ort;
-    const t0 = performance.now();
-    const out = await this.session.run({
-      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
-      attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
-      head_mask: new ort.Tensor("float32", mask, [this.L, this.H]),
-    });
-    const ms = performance.now() - t0;
-    this.stats.runs.push({ tokens: T, ms });
-    return { tokens, truncated, T, maps: out.attentions.data, embedding: Array.from(out.sentence_embedding.data), ms };
+    const r = await this.runner.run(ids, mask, this.L, this.H);
+    this.stats.runs.push({ tokens: ids.length, ms: r.ms });
+    return { tokens, truncated, T: ids.length, maps: r.maps, embedding: Array.from(r.embedding), ms: r.ms };
   }
 }
 

@@ -2,11 +2,15 @@
 // the model. Screen readers hear one message per action, from one polite live region
 // (#mha-lab-announce); the visible boxes are not live. Every finished update counts in
 // `draws` (and the root's data-drawn) and resolves `drawn`, which tests and scripts await.
+// A long text stays quick: the small maps are drawn at their on-screen pixels, the large one
+// as an image, and the model runs off the main thread (engine.js); the note says how long the
+// update took, measured.
 
-import { $, el } from "./dom.js";
+import { $, el, nextTask } from "./dom.js";
 import { paintLarge, paintTile } from "./draw.js";
-import { countMessage, gridMove, HeadSwitches } from "./heads.js";
-import { cellAt, cosine, mapChange, mapStart, strongestKeys } from "./maps.js";
+import { ch6Step, countMessage, gridMove, HeadSwitches } from "./heads.js";
+import { cellAt, cosine, mapChange, mapStart, poolMax, strongestKeys, tilePixels } from "./maps.js";
+import { clickIntent, PointerPlace } from "./pointer.js";
 import { fmt, LabStringsError } from "./strings.js";
 
 const BOOK_SENTENCES = [
@@ -15,6 +19,7 @@ const BOOK_SENTENCES = [
 ];
 const OTHER_SENTENCE = "A kitten was sleeping on the rug.";
 const TYPING_PAUSE_MS = 250; // run the model once the reader pauses, not on every key
+const STALE = Symbol("a newer update took over");
 
 export class LabPage {
   constructor(root, engine, words) {
@@ -24,9 +29,13 @@ export class LabPage {
     this.parts = words.parts;
     this.heads = null; // HeadSwitches, once the model says how many
     this.selected = [0, 0];
-    this.result = null;
-    this.baseline = null;
+    this.result = null; // the model's output on screen: {maps, T, tokens, …}
+    this.base = null; // and the same text's with every head on, for the change bars
+    this.baseline = null; // the latest all-heads-on runs: {text, other, res, otherRes}
     this.pending = null;
+    this.place = new PointerPlace();
+    this.lastPointerType = null;
+    this.tilePx = 0;
     this.draws = 0;
     this.nextDraw();
   }
@@ -99,16 +108,16 @@ export class LabPage {
     const syn = meta.presets.ch5_syntactic;
     const synHeads = [...new Set(Object.values(syn).map((s) => `${s.layer}-${s.head}`))];
     button(t("ch5_button", { heads: synHeads.length }), "mha-lab-ch5", () => this.applyPreset("ch5-syntactic"));
-    const steps = meta.presets.ch6_pruned_steps.filter((n) => n > 0);
-    const prune = el("select", { id: "mha-lab-ch6", "aria-label": t("ch6_label") },
+    this.steps = meta.presets.ch6_pruned_steps.filter((n) => n > 0);
+    const prune = el("select", { id: "mha-lab-ch6", "aria-label": t("ch6_label"), "aria-describedby": "mha-lab-ch6-note" },
       el("option", { value: "", text: t("ch6_prompt") }));
-    for (const n of steps) {
-      const acc = meta.presets.ch6_accuracy[meta.presets.ch6_pruned_steps.indexOf(n)];
-      prune.append(el("option", { value: String(n), text: t("ch6_option", { heads: n, total: this.L * this.H, accuracy: fmt(100 * acc, 1) }) }));
+    for (const n of this.steps) {
+      prune.append(el("option", { value: String(n), text: t("ch6_option", { heads: n, total: this.L * this.H, accuracy: fmt(100 * this.accuracy(n), 1) }) }));
     }
-    prune.addEventListener("change", () => prune.value && this.applyPreset(`ch6-importance-${prune.value}`));
+    // The prompt itself changes nothing: the menu goes back to what the heads are.
+    prune.addEventListener("change", () => (prune.value ? this.applyPreset(`ch6-importance-${prune.value}`) : this.showPreset()));
     presets.append(prune);
-    controls.append(presets);
+    controls.append(presets, el("p", { id: "mha-lab-ch6-note", class: "mha-lab-preset-note", hidden: "" }));
 
     let timer = null;
     const later = () => {
@@ -125,6 +134,41 @@ export class LabPage {
     });
     this.buildGrid();
     $("#mha-lab-large", this.root).addEventListener("mousemove", (e) => this.hoverAt(e));
+    // The large map's own switch: what a tap on a square does not do (pointer.js).
+    const toggle = el("button", { type: "button", id: "mha-lab-switch", class: "mha-lab-switch" });
+    toggle.addEventListener("click", () => this.toggleHead(...this.selected));
+    $("#mha-lab-large-title", this.root).after(toggle);
+    // Only the pointer's own moves show a head: not the page scrolling under a still pointer.
+    document.addEventListener("pointermove", (e) => this.pointerMoved(e), { passive: true });
+    const legend = $(".mha-lab-legend", this.root);
+    if (legend) legend.append(el("span", { id: "mha-lab-pooled", hidden: "", text: this.t("legend_pooled") }));
+    this.showPreset();
+  }
+
+  // Chapter 6's test accuracy with its first `n` heads removed (lab-model.json's presets).
+  accuracy(n) {
+    const { ch6_pruned_steps: steps, ch6_accuracy: accuracy } = this.engine.meta.presets;
+    return accuracy[steps.indexOf(n)];
+  }
+
+  // Chapter 6's menu shows the step whose heads are off, whichever control changed them, and
+  // its note says what that step does and how far its accuracy can be trusted.
+  showPreset() {
+    const step = ch6Step(this.heads.on, this.engine.meta.presets, this.steps, this.L, this.H);
+    $("#mha-lab-ch6", this.root).value = step === null ? "" : String(step);
+    const note = $("#mha-lab-ch6-note", this.root);
+    note.hidden = step === null;
+    note.textContent = step === null ? "" : this.t("ch6_note", {
+      heads: step, total: this.L * this.H, accuracy: fmt(100 * this.accuracy(step), 1), full: fmt(100 * this.accuracy(0), 1),
+    });
+  }
+
+  pointerMoved(e) {
+    if (e.pointerType === "touch" || !this.place.moved(e.clientX, e.clientY)) return;
+    const tile = e.target instanceof Element ? e.target.closest(".mha-lab-tile") : null;
+    if (!tile || !this.root.contains(tile)) return;
+    const [l, h] = [Number(tile.dataset.layer), Number(tile.dataset.head)];
+    if (l !== this.selected[0] || h !== this.selected[1]) this.select(l, h);
   }
 
   buildGrid() {
@@ -146,15 +190,24 @@ export class LabPage {
         const canvas = el("canvas", { width: "1", height: "1", "aria-hidden": "true" });
         const tile = el("button", { type: "button", class: "mha-lab-tile", "data-layer": String(l), "data-head": String(h),
           "aria-pressed": "true", "data-off": offMark, tabindex: l === 0 && h === 0 ? "0" : "-1" }, canvas, el("span", { class: "mha-lab-bar", "aria-hidden": "true" }));
-        tile.addEventListener("click", () => this.toggleHead(l, h));
+        tile.addEventListener("pointerdown", (e) => {
+          this.lastPointerType = e.pointerType;
+        });
+        tile.addEventListener("click", (e) => {
+          if (clickIntent(e.pointerType, e.detail, this.lastPointerType) === "show") this.select(l, h);
+          else this.toggleHead(l, h);
+        });
         tile.addEventListener("focus", () => this.select(l, h));
-        tile.addEventListener("mouseenter", () => this.select(l, h));
         tile.addEventListener("keydown", (e) => this.gridKeys(e, l, h));
         this.tiles.push(tile);
         grid.append(tile);
       }
     }
     this.labelTiles();
+    // A square that grows (a wider window) gets its pixels again.
+    new ResizeObserver(() => {
+      if (this.result && this.tileSize() !== this.tilePx) this.paintTiles();
+    }).observe(this.tiles[0]);
   }
 
   // Arrow keys move between heads (one tab stop for the whole grid); Enter or Space switch.
@@ -215,6 +268,8 @@ export class LabPage {
 
   changed({ run = true } = {}) {
     this.labelTiles();
+    this.showPreset();
+    if (this.result) this.labelSwitch();
     if (run) this.refresh(false);
   }
 
@@ -227,7 +282,11 @@ export class LabPage {
 
   // Runs the model (and, when the text changed, the all-heads-on baseline), then redraws and
   // announces what changed: the note for new text, the count for heads, and the similarity.
+  // The note's time is this update's, measured: from its start (the click, or the end of the
+  // typing pause) to the maps drawn, with the model's runs and the drawing in it. With every
+  // head on, the maps are the baseline's (the same run), drawn without running again.
   async refresh(textChanged, { quiet = false } = {}) {
+    const started = performance.now();
     const { t } = this;
     const text = $("#mha-lab-text", this.root).value;
     const other = $("#mha-lab-other", this.root).value;
@@ -238,26 +297,44 @@ export class LabPage {
       this.finished(quiet ? null : said);
       return;
     }
+    const mask = Float32Array.from(this.heads.on);
+    const allOn = mask.every((v) => v > 0);
+    const spent = { ms: 0, runs: 0 };
+    const run = async (words, headMask) => {
+      if (this.pending !== ticket) throw STALE; // no model time for an update nobody will see
+      const r = await this.engine.run(words, headMask);
+      spent.ms += r.ms;
+      spent.runs += 1;
+      return r;
+    };
     try {
-      const ones = null;
-      if (textChanged || !this.baseline || this.baseline.text !== text || this.baseline.other !== other) {
-        const [base, baseOther] = [await this.engine.run(text, ones), other.trim() ? await this.engine.run(other, ones) : null];
-        this.baseline = { text, other, res: base, otherRes: baseOther };
+      let baseline = this.baseline;
+      if (textChanged || !baseline || baseline.text !== text || baseline.other !== other) {
+        const base = await run(text, null);
+        const baseOther = other.trim() ? await run(other, null) : null;
+        baseline = this.baseline = { text, other, res: base, otherRes: baseOther };
       }
-      const res = await this.engine.run(text, this.heads.on);
-      const resOther = other.trim() ? await this.engine.run(other, this.heads.on) : null;
+      const res = allOn ? baseline.res : await run(text, mask);
+      const resOther = !other.trim() ? null : allOn ? baseline.otherRes : await run(other, mask);
       if (this.pending !== ticket) return; // a newer request took over
       this.result = res;
-      const timing = t("note_timing", { tokens: res.T, ms: fmt(res.ms, 0) });
+      this.base = baseline.res;
+      const drawing = performance.now();
+      this.drawLarge(); // the selected head first, then the grid a layer at a time
+      if (!(await this.drawTiles(ticket))) return;
+      const similar = this.similarity(resOther, baseline);
+      const now = performance.now();
+      const times = { tokens: res.T, total: fmt(now - started, 0), draw: fmt(now - drawing, 0) };
+      const timing = spent.runs > 0
+        ? t("note_timing", { ...times, model: fmt(spent.ms, 0), runs: spent.runs })
+        : t("note_timing_cached", times);
       const noted = this.note(res.truncated > 0
         ? t("note_truncated", { positions: this.engine.meta.max_positions, cut: res.truncated, shown: res.T - 2, timing })
         : timing, res.truncated > 0 ? "warn" : "info");
-      this.drawTiles();
-      this.drawLarge();
-      const similar = this.similarity(resOther);
       const what = textChanged ? noted : $("#mha-lab-count", this.root).textContent;
       this.finished(quiet ? null : [what, similar].filter(Boolean).join(" "));
     } catch (err) {
+      if (err === STALE) return;
       if (err instanceof LabStringsError) throw err; // a broken catalogue: fail loudly
       if (this.pending !== ticket) return;
       const said = this.note(t("note_error", { error: err.message }), "error");
@@ -266,14 +343,14 @@ export class LabPage {
   }
 
   // Fills the similarity box; returns its text when there was a second sentence to compare.
-  similarity(resOther) {
+  similarity(resOther, baseline) {
     const box = $("#mha-lab-similarity", this.root);
-    if (!resOther || !this.baseline.otherRes) {
+    if (!resOther || !baseline.otherRes) {
       box.textContent = this.t("similarity_none");
       return null;
     }
     const now = cosine(this.result.embedding, resOther.embedding);
-    const before = cosine(this.baseline.res.embedding, this.baseline.otherRes.embedding);
+    const before = cosine(baseline.res.embedding, baseline.otherRes.embedding);
     box.replaceChildren(...this.parts("similarity", {
       cosine: el("strong", { id: "mha-lab-cos", text: fmt(now, 4) }),
       before: fmt(before, 4),
@@ -284,20 +361,58 @@ export class LabPage {
 
   change(l, h) {
     const { maps, T } = this.result;
-    return mapChange(maps, this.baseline.res.maps, mapStart(l, h, this.H, T), T);
+    return mapChange(maps, this.base.maps, mapStart(l, h, this.H, T), T);
   }
 
-  drawTiles() {
-    const { maps, T } = this.result;
+  // The grid, a layer at a time, each layer its own task: a long text's 72 maps of 512 × 512
+  // weights never hold the page for long. False when a newer update took over meanwhile.
+  async drawTiles(ticket) {
+    const { result, base } = this;
+    const n = this.tileSize();
+    const pooled = new Float32Array(n * n);
     for (let l = 0; l < this.L; l++) {
+      if (l > 0) {
+        await nextTask();
+        if (this.pending !== ticket) return false;
+      }
       for (let h = 0; h < this.H; h++) {
         const tile = this.tiles[l * this.H + h];
-        paintTile(tile.querySelector("canvas"), maps, mapStart(l, h, this.H, T), T);
-        const delta = this.change(l, h);
+        const start = mapStart(l, h, this.H, result.T);
+        const delta = mapChange(result.maps, base.maps, start, result.T);
         tile.querySelector(".mha-lab-bar").style.width = `${Math.min(100, 100 * delta)}%`;
         tile.dataset.change = fmt(delta, 4);
+        this.paintOne(l, h, n, pooled);
       }
     }
+    this.pixelsShown(n);
+    return true;
+  }
+
+  paintOne(l, h, n, pooled) {
+    const { maps, T } = this.result;
+    poolMax(maps, mapStart(l, h, this.H, T), T, n, pooled);
+    paintTile(this.tiles[l * this.H + h].querySelector("canvas"), pooled, n);
+  }
+
+  // n pixels a side on screen: the legend says when that is fewer than the map's weights.
+  pixelsShown(n) {
+    this.tilePx = n;
+    const pooledNote = $("#mha-lab-pooled", this.root);
+    if (pooledNote) pooledNote.hidden = n >= this.result.T;
+  }
+
+  // Pixels per side of a small map: its square's on screen, at most one per weight.
+  tileSize() {
+    return tilePixels(this.result.T, this.tiles[0].querySelector("canvas").clientWidth, window.devicePixelRatio);
+  }
+
+  // Every small map again at its on-screen pixels (after the squares changed size): a long
+  // text's 512 × 512 weights become each pixel's largest (maps.js's poolMax).
+  paintTiles() {
+    const n = this.tileSize();
+    const pooled = new Float32Array(n * n);
+    for (let l = 0; l < this.L; l++) for (let h = 0; h < this.H; h++) this.paintOne(l, h, n, pooled);
+    this.pixelsShown(n);
   }
 
   select(l, h) {
@@ -320,7 +435,14 @@ export class LabPage {
     $("#mha-lab-large-title", this.root).textContent = t(on ? "large_title_on" : "large_title_off", { layer: l, head: h });
     const change = delta > 0 ? t("large_changed", { change: fmt(delta, 3) }) : t("large_identical");
     $("#mha-lab-large-caption", this.root).textContent = on ? change : t("large_caption_off", { change });
+    this.labelSwitch();
     this.hover = { layout, T, tokens, start, maps };
+  }
+
+  // The large map's switch names its head and what it will do.
+  labelSwitch() {
+    const [l, h] = this.selected;
+    $("#mha-lab-switch", this.root).textContent = this.t(this.heads.isOn(l, h) ? "switch_off" : "switch_on", { layer: l, head: h });
   }
 
   hoverAt(event) {

@@ -1,11 +1,13 @@
-"""The lab's pure ES modules (lab/strings.js, heads.js, maps.js) under node, on hand-checked cases.
+"""The lab's pure ES modules (lab/strings.js, heads.js, maps.js, pointer.js) under node.
 
-The cases live beside this file in ``lab_js/*.test.mjs`` (node's own test runner): the
-messages and ``t()`` (a missing key or placeholder throws, naming it), the head switches and
-every way a reader changes them (clicks, layers, presets, ``#preset=`` links, arrow keys),
-and the maps' numbers (colour scale, layout, change, text alternative). The colour scale is
-also checked here against matplotlib's own viridis. Marked ``book``: it needs node, which the
-book's CI job installs with npm.
+On hand-checked cases, which live beside this file in ``lab_js/*.test.mjs`` (node's own test
+runner): the messages and ``t()`` (a missing key or placeholder throws, naming it), the head
+switches and every way a reader changes them (clicks, layers, presets, ``#preset=`` links,
+arrow keys, chapter 6's menu following them), the maps' numbers (colour scale and its table,
+layout, change, a long text's maps pooled to their on-screen pixels, text alternative) and what
+a pointer means (a tap shows, a click or a key switches; a scroll under a still pointer is no
+move). The colour scale is also checked here against matplotlib's own viridis. Marked
+``book``: it needs node, which the book's CI job installs with npm.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def _node() -> str:
 
 def test_every_module_has_cases() -> None:
     names = {case.name.removesuffix(".test.mjs") for case in CASES}
-    assert names >= {"strings", "heads", "maps"}, names
+    assert names >= {"strings", "heads", "maps", "pointer"}, names
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)

@@ -1,0 +1,37 @@
+// The model, off the page's main thread (engine.js starts it as a module worker): the page
+// stays free to scroll, point and type while a long text runs. Messages, each answered with
+// its `id`: {kind: "runtime", vendor} loads ONNX Runtime Web; {kind: "create", model} makes
+// the session from the model's bytes; {kind: "run", ids, mask, layers, heads} runs it and
+// hands the maps' buffer back without a copy. A failure answers {id, error}.
+
+import { createSession, loadRuntime, runSession } from "./session.js";
+
+let ort = null;
+let session = null;
+
+async function answer({ kind, vendor, model, ids, mask, layers, heads }) {
+  if (kind === "hello") return [{}, []];
+  if (kind === "runtime") {
+    ort = await loadRuntime(vendor);
+    return [{}, []];
+  }
+  if (kind === "create") {
+    session = await createSession(ort, model);
+    return [{}, []];
+  }
+  if (kind === "run") {
+    const r = await runSession(ort, session, ids, mask, layers, heads);
+    return [r, [r.maps.buffer, r.embedding.buffer]];
+  }
+  throw new Error(`the model's worker has no task "${kind}"`);
+}
+
+self.addEventListener("message", async (event) => {
+  const { id } = event.data;
+  try {
+    const [reply, transfer] = await answer(event.data);
+    self.postMessage({ id, ...reply }, transfer);
+  } catch (err) {
+    self.postMessage({ id, error: err && err.message ? err.message : String(err) });
+  }
+});
