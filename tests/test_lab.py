@@ -773,3 +773,41 @@ def test_the_site_has_its_own_icon(browser_page) -> None:
             assert answer.ok and b"<svg" in answer.body(), (path, icon, answer.status)
         finally:
             page.close()
+
+
+def test_without_module_workers_the_model_runs_on_the_page(browser_page) -> None:
+    """A browser without module workers: the same model on the page's own thread."""
+    tab, base, *_ = browser_page
+    context = tab.context.browser.new_context()
+    context.add_init_script("delete window.Worker;")
+    page = context.new_page()
+    try:
+        page.goto(base + LAB)
+        page.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
+        page.evaluate("() => mhaLab.ready")
+        assert page.evaluate("() => mhaLab.stats.thread") == "page"
+        _act(page, lambda: page.locator(".mha-lab-tile[data-layer='2'][data-head='5']").click())
+        assert "1 of 72" in page.inner_text("#mha-lab-count")
+    finally:
+        context.close()
+
+
+def test_small_maps_follow_the_size_of_their_squares(browser_page) -> None:
+    """A long text's small maps get their pixels again when the window narrows or widens."""
+    tab, *_ = browser_page
+    bench = _bench()
+    _all_on(tab)
+    _act(tab, lambda: tab.fill("#mha-lab-text", bench.long_text(300)))
+    size = "() => [document.querySelector('.mha-lab-tile canvas').width, "
+    size += "Math.ceil(document.querySelector('.mha-lab-tile canvas').clientWidth)]"
+    wide = tab.evaluate(size)
+    assert wide[0] == wide[1] > 30, wide
+    try:
+        tab.set_viewport_size({"width": 390, "height": 900})
+        tab.wait_for_function(f"n => ({size})()[0] < n", arg=wide[0])
+        narrow = tab.evaluate(size)
+        assert narrow[0] == narrow[1], narrow
+    finally:
+        tab.set_viewport_size({"width": 1280, "height": 900})
+    tab.wait_for_function(f"n => ({size})()[0] === n", arg=wide[0])
+    _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
