@@ -4,7 +4,7 @@
     python scripts/catalogues.py check    # what CI checks (tests/test_translation.py)
 
 ``update`` extracts every message of the book with Sphinx's gettext builder (the prose of each
-page and notebook, plus the glued phrases and figure alt texts that book/_ext/translated_outputs.py
+page and notebook, plus the figure alt texts and table labels that book/_ext/translated_outputs.py
 adds) and merges it into ``locales/zh_CN/LC_MESSAGES/<page>.po`` with sphinx-intl: new messages
 arrive empty, changed ones fuzzy, and the translator's work is kept. ``check`` fails on any
 message that is empty or fuzzy, on one left in English (unless a translator's comment says
@@ -34,7 +34,7 @@ _CODE = re.compile(r"(?<![`}])`[^`]+`")
 _ROLE = re.compile(r"\{([a-z][a-z:-]*)\}`([^`]*)`")
 _LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_PLACEHOLDER = re.compile(r"\{[a-z0-9_]+\}")  # {0} in glued phrases, {heads} in the lab
+_PLACEHOLDER = re.compile(r"\{[a-z0-9_]+\}")  # {0} in alt texts, {heads} in the lab
 _CJK = re.compile(r"[\u3400-\u9fff]")
 # A message with an English word left once the protected parts are out needs Chinese.
 _ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")

@@ -134,6 +134,57 @@ def _glued_values(built_book: Path, stem: str) -> dict[str, object]:
     return values
 
 
+# Glued values are numbers and names; every word around them is written in the page, where the
+# catalogues translate it (a glued phrase would reach the Chinese page in English, or need a
+# template for every wording a measurement can pick). A glued string may hold letters only if it
+# is a name, listed here with what it names: names read the same in both editions.
+GLUED_NAMES = {
+    "01_qkv_lookup::soft_top_title": "a book of chapter 1's toy catalogue, by its title",
+    "05_inside_bert::base_model": "the Hugging Face id of the model MiniLM was distilled from",
+    "05_inside_bert::parser_license": "the parser's licence, as its metadata names it (MIT)",
+    "05c_heads_as_parsers::silver_beat_list": "dependency labels (det, nsubj, dobj, ...)",
+    "05c_heads_as_parsers::silver_tie_list": "dependency labels (amod, poss, aux, ...)",
+    "06b_pruning_a_pretrained_model::latency_cpu": "torch's CPU capability (AVX2)",
+    "07c_one_dead_head::init_machine": "torch's CPU capability (AVX2)",
+}
+_LETTERS = re.compile(r"[^\W\d_]{2,}")  # a word, in any script (a head "3-1" has none)
+
+
+def glued_words(glue_dir: Path) -> list[str]:
+    """Every glued string in ``glue_dir``'s glue files that holds a word and is not a name."""
+    found = []
+    for path in sorted(glue_dir.glob("*.glue.json")):
+        stem = path.name.removesuffix(".glue.json")
+        for key, output in json.loads(path.read_text()).items():
+            text = output["data"].get("text/plain", "")
+            is_string = text.startswith(("'", '"'))
+            if is_string and _LETTERS.search(text) and f"{stem}::{key}" not in GLUED_NAMES:
+                found.append(f"{stem}::{key} = {text}")
+    return found
+
+
+def test_the_glue_check_finds_words(tmp_path):
+    """The check itself, on a hand-made glue file: a phrase fails, numbers and names pass."""
+
+    def output(text: str) -> dict:
+        return {"output_type": "display_data", "data": {"text/plain": text}}
+
+    glue = {"ratio": "2.5", "head": "'3-1'", "verdict": "'4.3 times slower'"}
+    glue["base_model"] = "'nreimers/MiniLM-L6-H384-uncased'"  # a listed name
+    path = tmp_path / "05_inside_bert.glue.json"
+    path.write_text(json.dumps({k: output(v) for k, v in glue.items()}))
+    assert glued_words(tmp_path) == ["05_inside_bert::verdict = '4.3 times slower'"]
+
+
+@pytest.mark.book
+def test_glued_values_are_numbers_and_names(built_book):
+    words = glued_words(built_book.parent / "jupyter_execute" / "notebooks")
+    assert not words, (
+        "glued strings with words (write the sentence in the page and glue its numbers, "
+        "or list a name in GLUED_NAMES):\n" + "\n".join(words)
+    )
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_shows_the_reader_what_it_computed(built_book, path):

@@ -8,7 +8,6 @@ from mha_lib.book import (  # noqa: E402
     html_table,
     put,
     show,
-    slower_or_faster,
     smallest_text_px,
 )
 
@@ -33,18 +32,6 @@ def test_show_requires_alt_text_and_emits_it(monkeypatch):
     (html,) = shown
     assert 'alt="a &quot;diagonal&quot; line"' in html.data
     assert "data:image/png;base64," in html.data
-
-
-def test_slower_or_faster_follows_the_number():
-    assert slower_or_faster(2.37) == "2.4 times slower"
-    assert slower_or_faster(0.5) == "2.0 times faster"
-    assert slower_or_faster(1.04, noise=0.1) == "about as fast (within the noise)"
-    assert slower_or_faster(1 / 1.04, noise=0.1) == "about as fast (within the noise)"
-    assert slower_or_faster(1.2, noise=0.1) == "1.2 times slower"
-    with pytest.raises(ValueError, match="ratio"):
-        slower_or_faster(0.0)
-    with pytest.raises(ValueError, match="noise"):
-        slower_or_faster(1.0, noise=-1)
 
 
 def test_checks_and_provenance_tables_show_what_was_compared():

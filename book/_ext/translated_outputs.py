@@ -1,19 +1,23 @@
-"""Translate what the notebooks print into the prose: glued phrases and figure alt texts.
+"""Translate the words that code writes into a page: figure alt texts and table labels.
 
 Sphinx's gettext workflow translates the text of the pages; what a notebook computes is not
-text of the page. Most of it is numbers, which need no translation, but some of it is words: a
-glued phrase such as "6.5 times slower", chosen by a measurement, and the alt text that
-``mha_lib.book.show`` writes on each figure. This extension gives those to the same
-catalogues, with every number replaced by a placeholder:
+text of the page. Glued values are numbers and names only (tests/test_book.py fails on a glued
+string with English words that is not a listed name): every sentence around them is written in
+the page, so the catalogues translate it like any other paragraph. Two outputs of code still
+carry words, because they are written by the code that draws or tabulates, not by the prose:
+the alt text that ``mha_lib.book.show`` writes on each figure, and the ``aria-label`` that
+``mha_lib.book.html_table`` puts on each table. This extension gives those to the page's
+catalogue, with every number replaced by a placeholder:
 
-- under the gettext builder it adds "{0} times slower" to the page's messages;
+- under the gettext builder it adds "Log-log plot ... from {0} to {1}" to the page's messages;
 - in a translated build it looks the template up in the page's catalogue and puts the numbers
-  of *this* execution back in, so the Chinese page shows the English page's numbers.
+  of *this* execution back in, so the Chinese page describes the English page's figure.
 
-A phrase without a translation stays as it is, without a warning: which phrase a timing picks
-(slower, faster, within the noise) can differ on another machine, and the build must pass on any
-CPU. So the catalogue holds every phrase a computation can pick (locales/phrase_variants.yml
-lists the families), and tests/test_translation.py fails when a family is translated in part.
+Why these keep a template when glued prose no longer needs one: they are outputs of code,
+which cannot carry a Markdown sentence, and a figure's description has to name its numbers.
+Their words depend on deterministic results only (a timing enters an alt text as a number), so
+every machine extracts the same templates. An alt text without a translation stays as it is
+(the untranslated-message check covers the page's own text only).
 
 Two smaller transforms keep the catalogues to what a translator should see: displayed
 equations are not messages, and the sidebar's part captions, inserted after Sphinx translated
@@ -41,11 +45,10 @@ from sphinx.util.i18n import docname_to_domain
 # A number on its own (not the 2 of "AVX2" or the 6 of "L6"): 12, 0.80, −3.5, 1e-04.
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
-# Words worth translating: a lowercase word of three letters or more ("yes", "slower"), not an
-# identifier such as a model name or a CPU capability.
+# Words worth translating: a lowercase word of three letters or more ("table", "heads"), not
+# an identifier such as a model name or a CPU capability.
 _WORDS = re.compile(r"\b[a-z]{3,}\b")
 _IDENTIFIER = re.compile(r"^\S*[/_]\S*$")
-VARIANTS = "phrase_variants.yml"
 # The words an output's HTML carries for a reader: a figure's alt text, a table's label.
 _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
 
@@ -53,9 +56,7 @@ _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
 def template(text: str) -> tuple[str, list[str]]:
     """``text`` with each number replaced by {0}, {1}, ...; and the numbers, in order.
 
-    Apostrophes are spelt ’ whichever way the phrase reached the page: Sphinx's smart quotes
-    curl an in-page glued phrase but not a cross-page one, which is how the Chinese build
-    pastes every phrase of a translated paragraph (translated_glue.py)."""
+    Apostrophes are spelt ’, as Sphinx's smart quotes spell them in the page's own text."""
     text = text.replace("'", "’")
     numbers: list[str] = []
 
@@ -78,12 +79,6 @@ def _worth_translating(text: str) -> bool:
     return bool(_WORDS.search(text)) and not _IDENTIFIER.match(text.strip())
 
 
-def _pasted(doctree: nodes.Node) -> Iterator[nodes.inline]:
-    for node in doctree.findall(nodes.inline):
-        if "pasted-text" in node.get("classes", []) and _worth_translating(node.astext()):
-            yield node
-
-
 def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
     for node in doctree.findall(nodes.raw):
         if "html" in node.get("format", "").split():
@@ -94,10 +89,8 @@ def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
 
 
 def messages(doctree: nodes.Node) -> list[str]:
-    """The templates of a resolved page's glued phrases and figure alt texts, in page order."""
-    found = [template(node.astext())[0] for node in _pasted(doctree)]
-    found += [template(alt)[0] for _, alt in _alt_texts(doctree)]
-    return list(dict.fromkeys(found))
+    """The templates of a resolved page's figure alt texts and table labels, in page order."""
+    return list(dict.fromkeys(template(alt)[0] for _, alt in _alt_texts(doctree)))
 
 
 @cache
@@ -168,9 +161,9 @@ class TranslateTocCaptions(Transform):
 
 
 class TranslateOutputs(SphinxPostTransform):
-    """In a translated build: glued phrases and alt texts from the page's catalogue."""
+    """In a translated build: figure alt texts and table labels from the page's catalogue."""
 
-    default_priority = 20  # after myst-nb pastes cross-page glue (priority 5)
+    default_priority = 20  # after myst-nb has rendered the outputs
 
     def is_supported(self) -> bool:
         return is_translated(self.config) and self.app.builder.format == "html"
@@ -179,8 +172,6 @@ class TranslateOutputs(SphinxPostTransform):
         catalogue = page_catalogue(self.app, self.env.docname)
         if not catalogue:
             return
-        for node in list(_pasted(self.document)):
-            _set_text(node, translate(node.astext(), catalogue))
         for node in self.document.findall(nodes.raw):
             if "html" not in node.get("format", "").split():
                 continue
@@ -192,37 +183,18 @@ class TranslateOutputs(SphinxPostTransform):
                 source,
             )
             if changed != source:
-                _set_text(node, changed)
-
-
-def _set_text(node: nodes.Element, text: str) -> None:
-    if text != node.astext():
-        node.clear()
-        node.append(nodes.Text(text))
-
-
-def phrase_families(app: Sphinx) -> list[list[str]]:
-    """The glued phrases that a computation picks among (locales/phrase_variants.yml)."""
-    import yaml
-
-    for folder in app.config.locale_dirs:
-        path = Path(app.srcdir, folder, VARIANTS)
-        if path.is_file():
-            return [list(family) for family in yaml.safe_load(path.read_text()) or []]
-    return []
+                node.clear()
+                node.append(nodes.Text(changed))
 
 
 def _extract(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Under the gettext builder, add the page's phrases and alt texts to its catalogue, and
-    with each phrase the others its computation could have picked on another machine."""
+    """Under the gettext builder, add the page's alt texts and table labels to its catalogue."""
     if app.builder.name != "gettext":
         return
     catalog = app.builder.catalogs[docname_to_domain(docname, app.config.gettext_compact)]
     source = str(app.env.doc2path(docname))
-    families = phrase_families(app)
     for message in messages(doctree):
-        for member in next((f for f in families if message in f), [message]):
-            catalog.add(member, MsgOrigin(source, 0))
+        catalog.add(message, MsgOrigin(source, 0))
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -14,7 +14,7 @@ show them, the same way in Jupyter, Binder and the static site:
 """
 
 from mha_lib.book.figures import show, smallest_text_px
-from mha_lib.book.page import device, glue_cited, put, setup, slower_or_faster
+from mha_lib.book.page import device, glue_cited, put, setup
 from mha_lib.book.plotting import COLUMN_INCHES
 from mha_lib.book.tables import checks_table, html_table, provenance_table
 
@@ -28,6 +28,5 @@ __all__ = [
     "put",
     "setup",
     "show",
-    "slower_or_faster",
     "smallest_text_px",
 ]

@@ -7,7 +7,6 @@ once; the numbers a page's prose shows are glued from here (:func:`put`).
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import warnings
@@ -75,7 +74,8 @@ def put(*pair: object, **values: object) -> None:
     """Glue measured values for the prose: ``put("key", value)`` or ``put(key=value, ...)``.
 
     Tensors and NumPy scalars are glued as plain Python numbers (their repr cannot be
-    formatted by ``{glue:text}`` roles); nothing is displayed.
+    formatted by ``{glue:text}`` roles); nothing is displayed. Glue numbers and names: the
+    sentence around a value belongs in the page, where the catalogues translate it.
     """
     from myst_nb import glue
 
@@ -103,20 +103,3 @@ def glue_cited(name: str, value: float, source: str) -> None:
         raise TypeError(f"value must be a number, got {value!r}")
     glue(name, value, display=False)
 
-
-def slower_or_faster(ratio: float, noise: float = 0.0) -> str:
-    """Words for a measured time ratio (new / old) that cannot contradict the number.
-
-    Timings differ between machines, so prose next to one is phrased from its value:
-    "2.4 times slower", "1.3 times faster", or "about as fast (within the noise)" when
-    the ratio is within ``noise`` (a fraction, e.g. the repeats' spread) of 1.
-    """
-    if not (isinstance(ratio, int | float) and ratio > 0 and math.isfinite(ratio)):
-        raise ValueError(f"ratio must be a positive finite number, got {ratio!r}")
-    if not noise >= 0:
-        raise ValueError(f"noise must be non-negative, got {noise!r}")
-    if ratio > 1 + noise:
-        return f"{ratio:.1f} times slower"
-    if ratio < 1 / (1 + noise):
-        return f"{1 / ratio:.1f} times faster"
-    return "about as fast (within the noise)"
