@@ -13,12 +13,11 @@ move). The colour scale is also checked here against matplotlib's own viridis. M
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from node_js import node_executable
 
 pytestmark = pytest.mark.book
 
@@ -30,16 +29,6 @@ CASES = sorted((Path(__file__).parent / "lab_js").glob("*.test.mjs"))
 VIRIDIS_TOLERANCE = 6.0  # of 255, per channel
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        message = "node is not installed (apt-get install npm brings it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return node
-
-
 def test_every_module_has_cases() -> None:
     names = {case.name.removesuffix(".test.mjs") for case in CASES}
     assert names >= {"strings", "heads", "maps", "pointer"}, names
@@ -48,7 +37,7 @@ def test_every_module_has_cases() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_module_cases_under_node(case: Path) -> None:
     done = subprocess.run(
-        [_node(), "--test", "--test-reporter=spec", str(case)],
+        [node_executable(), "--test", "--test-reporter=spec", str(case)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -70,7 +59,7 @@ def test_colour_scale_is_matplotlibs_viridis() -> None:
     )
     done = subprocess.run(
         [
-            _node(),
+            node_executable(),
             "--input-type=module",
             "-e",
             script,

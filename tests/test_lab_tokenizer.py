@@ -9,12 +9,11 @@ positions). Marked ``book``: it needs node, which the book's CI job installs wit
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from node_js import node_executable
 
 pytestmark = pytest.mark.book
 
@@ -46,12 +45,7 @@ TRICKY = [
 
 
 def node_tokens(texts: list[str], vocab: Path, max_length: int, *, prelude: str = "") -> list[dict]:
-    node = shutil.which("node")
-    if node is None:
-        message = "node is not installed (apt-get install npm brings it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    node = node_executable()
     done = subprocess.run(
         [
             node,
