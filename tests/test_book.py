@@ -8,6 +8,7 @@ broken cross-reference fails the build and therefore these tests.
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,32 @@ def test_chapter_shows_the_reader_what_it_computed(built_book, path):
         if shown not in pasted and shown.replace("-", "−") not in pasted:
             missing.append(f"{key} = {shown}")
     assert not missing, f"{path.name}: glued numbers not on the page: {missing[:5]}"
+
+
+def test_page_numbers_follow_the_file_names():
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from chapter_numbers import page_number
+
+    assert page_number("notebooks/04_high_dimensional") == "4"
+    assert page_number("notebooks/04c_one_head_or_several") == "4.3"
+    assert page_number("notebooks/07b_initialisation_and_dead_heads") == "7.2"
+    assert page_number("book/lab") is None and page_number("book/claims") is None
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("edition", ["", "zh"])
+def test_sidebar_numbers_chapters_and_parts_as_the_text_does(built_book, edition):
+    """Every chapter and part is listed with its number ("4.3" for part 3 of chapter 4), in
+    both editions, and its page's heading carries the same; the lab and the ledger none."""
+    page = (built_book / edition / "notebooks" / "04c_one_head_or_several.html").read_text()
+    entries = dict(
+        re.findall(r'<a class="(?:current )?reference internal" href="([^"#]*)">([^<]*)</a>', page)
+    )
+    for path in NOTEBOOKS:
+        stem = path.stem
+        href = "#" if stem == "04c_one_head_or_several" else f"{stem}.html"
+        number = f"{int(stem[:2])}" + (f".{ord(stem[2]) - ord('a') + 1}" if stem[2] != "_" else "")
+        if href != "#":
+            assert entries[href].startswith(f"{number} "), (edition, stem, entries[href])
+    assert not re.match(r"\d", entries["../book/lab.html"])
+    assert re.search(r"<h1>4\.3 ", page), "the page's heading lacks its number"
