@@ -268,3 +268,15 @@ def test_a_study_reruns_one_part_and_keeps_the_others(tmp_path):
     assert new["provenance"]["trained"] == old["provenance"]["trained"]
     assert new["provenance"]["check"]["created"] != old["provenance"]["check"]["created"]
     verify(ch4_planted.live_checks(new["check"][0], old["check"][0]))
+
+
+def test_worst_share_is_the_largest_difference_over_its_tolerance():
+    from mha_lib.experiments.reproduce import worst_share
+
+    checks = [Check("a", 1.0, 1.0005, 1e-3), Check("b", [0.0, 0.2], [0.0, 0.1], 0.4),
+              Check("exact", 3, 3, 0)]  # fmt: skip
+    assert worst_share(checks) == pytest.approx(0.5)
+    assert worst_share([Check("exact", 3, 3, 0)]) == 0.0
+    assert worst_share([Check("off", 3, 4, 0)]) == math.inf
+    with pytest.raises(ValueError, match="at least one"):
+        worst_share([])

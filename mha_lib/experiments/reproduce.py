@@ -356,6 +356,20 @@ class Check:
         )
 
 
+def worst_share(checks: Iterable[Check]) -> float:
+    """The largest difference of ``checks`` as a share of its tolerance: below 1 every check
+    holds, and the smaller it is, the further a result is from failing (0 for exact checks
+    that hold exactly)."""
+    checks = list(checks)
+    if not checks:
+        raise ValueError("worst_share needs at least one check")
+    shares = [
+        0.0 if c.difference == 0 else c.difference / c.tolerance if c.tolerance else math.inf
+        for c in checks
+    ]
+    return max(shares)
+
+
 def _values(x: float | Sequence[float]) -> list[float]:
     if isinstance(x, int | float):
         return [float(x)]
