@@ -248,3 +248,30 @@ def test_sidebar_numbers_chapters_and_parts_as_the_text_does(built_book, edition
             assert entries[href].startswith(f"{number} "), (edition, stem, entries[href])
     assert not re.match(r"\d", entries["../book/lab.html"])
     assert re.search(r"<h1>4\.3 ", page), "the page's heading lacks its number"
+
+
+def _shown_formats(prose: str) -> dict[str, set[str]]:
+    """Each glue key of a page's prose and the formats it is shown with."""
+    formats: dict[str, set[str]] = {}
+    for key, spec in _GLUE_ROLE.findall(prose):
+        formats.setdefault(key, set()).add(spec)
+    return formats
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_quantity_shows_one_value_per_page(built_book, path):
+    """A glued number appears on its page with one value: the same key shown with two formats
+    that round it differently (0.291 here, 0.29 there) reads as two measurements."""
+    values = _glued_values(built_book, path.stem)
+    cells = json.loads(path.read_text())["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    clashes = []
+    for key, specs in _shown_formats(prose).items():
+        value = values.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or len(specs) < 2:
+            continue
+        shown = {format(value, s) if s else str(value) for s in specs}
+        if len(shown) > 1:
+            clashes.append(f"{key}: {sorted(shown)}")
+    assert not clashes, f"{path.name}: one quantity, several values: {clashes}"
