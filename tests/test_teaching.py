@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib import MultiHeadAttention, scaled_dot_product_attention
-from mha_lib.core.teaching import attention, multi_head_attention
+from mha_lib import MultiHeadAttention, pruning, scaled_dot_product_attention
+from mha_lib.core.teaching import attention, head_importance, multi_head_attention
 
 
 def test_attention_is_the_librarys_and_pytorchs():
@@ -45,3 +45,22 @@ def test_heads_are_not_one_wide_head():
     one = multi_head_attention(x, w_q, w_k, w_v, torch_mha.out_proj.weight.T, num_heads=1)
     assert (four - one).abs().max() > 1e-3
     torch.testing.assert_close(four, torch_mha(x, x, x, need_weights=False)[0])
+
+
+def test_head_importance_is_the_librarys():
+    """One layer's importance in four lines equals the library's (unnormalised, per example),
+    and a head whose output is never read scores exactly zero."""
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(24, 4).double().eval()
+    with torch.no_grad():
+        layer.out_proj.weight[:, :6] = 0.0  # head 0's output is never read
+    x = torch.randn(5, 7, 24, dtype=torch.float64)
+
+    def loss(out):  # one loss per sequence
+        return out.pow(2).mean((1, 2))
+
+    ours = head_importance(layer, x, loss)
+    heads = pruning.MHAHeads(layer, lambda m, batch: loss(m(batch)[0]), lambda m, b: 0.0)
+    library = pruning.head_importance(heads, [x], normalize=False)  # (1, h)
+    torch.testing.assert_close(ours.float(), library[0])
+    assert ours[0] == 0.0 and ours[1:].min() > 0

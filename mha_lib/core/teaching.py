@@ -4,12 +4,14 @@ Nothing here checks its input, masks a key, drops out a weight or takes a fast p
 library's :func:`~mha_lib.core.attention.scaled_dot_product_attention` and
 :class:`~mha_lib.core.multihead.MultiHeadAttention` do all of that. What is left is the
 computation itself, which ``tests/test_teaching.py`` proves equal to both of them and to
-PyTorch's own attention.
+PyTorch's own attention. The same goes for :func:`head_importance`, the idea behind
+:func:`mha_lib.pruning.head_importance` for one layer.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -44,3 +46,18 @@ def multi_head_attention(
     heads = attention(split(q), split(k), split(v))  # (B, h, T, d_head): a map per head
     merged = heads.transpose(1, 2).reshape(batch, length, d_model)  # heads side by side
     return merged @ w_o  # W_o mixes what the heads found
+
+
+def head_importance(
+    layer: torch.nn.Module, x: torch.Tensor, loss: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
+    """Michel et al.'s importance of each head of one layer: the mean over sequences of
+    ``|∂L(x)/∂ξ_h|`` at ``ξ = 1``, where the gate ``ξ_h`` multiplies head ``h``'s output.
+
+    ``layer`` is a :class:`~mha_lib.core.multihead.MultiHeadAttention`; ``loss`` maps its
+    output ``(B, T, d_model)`` to one loss per sequence ``(B,)``.
+    """
+    gates = x.new_ones(x.shape[0], layer.num_heads, requires_grad=True)  # (B, h): ξ, all 1
+    out, _ = layer(x, head_mask=gates)  # each head's output times its gate
+    (slopes,) = torch.autograd.grad(loss(out).sum(), gates)  # (B, h): ∂L(x)/∂ξ_h
+    return slopes.abs().mean(0)  # (h,): how much the loss feels each head, on average
