@@ -14,6 +14,7 @@
     const typeset = window.MathJax?.startup?.promise;
     if (!typeset) return;
     typeset.then(mark);
+    document.fonts?.ready.then(mark); // MathJax's fonts may arrive after it has drawn
     window.addEventListener("resize", mark);
     document.addEventListener("toggle", mark, true); // <details> of hidden cells
     document.addEventListener("click", () => requestAnimationFrame(mark), true); // toggle buttons
