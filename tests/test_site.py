@@ -3,21 +3,25 @@
 The built html is served on 127.0.0.1 and every page of the table of contents is opened
 in headless Chromium (one browser, one context, pages in sequence). Each page must load
 with HTTP 200 and no JavaScript error, show every image with alt text (and every figure's
-smallest text at 9 px or more as scaled into the text column), draw its bertviz views with
-the sentence's tokens (a model view with all its heads in the column), render its maths,
-cut nothing off (what is wider than the column scrolls, with a scrollbar, and a chapter's
-own code cells fit), carry Binder and Colab buttons that open this very notebook, and pass
-axe-core with no serious or critical violation. The Chinese edition (``zh/``) passes the same
-checks page by page, and its own: ``lang="zh-CN"``, a switcher to the same English page (and
-section), the English page's glued numbers, Chinese alt texts and prose, and a search that
-finds Chinese words.
+smallest text at 9 px or more as shown; an SVG's text is measured in the page), draw its
+bertviz views with the sentence's tokens (a model view with all its heads in the column),
+render its maths, cut nothing off (what is wider than the column scrolls, with a scrollbar,
+and a chapter's own code cells fit), carry Binder and Colab buttons that open this very
+notebook, and pass axe-core with no serious or critical violation. Then the same page is
+narrowed to a phone's width (390 px): the document must not scroll sideways, nothing may
+spill past the column or be cut off (a code cell, a table or a figure scrolls inside its own
+box), every figure's text stays at 9 px or more as shown, the claims ledger's rows stack as
+cards, and axe-core passes again. The Chinese edition (``zh/``) passes the same checks page
+by page, and its own: ``lang="zh-CN"``, a switcher to the same English page (and section),
+the English page's glued numbers, Chinese alt texts and prose, and a search that finds
+Chinese words.
 
 The site serves every script it needs itself (MathJax, bertviz's require.js, d3 and jQuery,
 the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
 packages), so the test aborts every request that leaves the machine and reports it: a page
 that needs the network fails. Only axe-core, the test's own tool, comes from
 ``node_modules`` (installed by ``scripts/install_browser.sh``). Full-page screenshots go to
-``_build/screenshots/`` for reviewers.
+``_build/screenshots/`` for reviewers, at both widths (``<page>.png``, ``<page>.390px.png``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ NODE_MODULES = Path(os.environ.get("MHA_NODE_MODULES", REPO / "node_modules"))
 SCREENSHOTS = REPO / "_build" / "screenshots"
 PAGE_TIMEOUT_MS = 20_000
 MIN_TEXT_PX = 9  # the smallest text of a figure, as rendered in the text column
+# A phone: an iPhone's 390 CSS px. The page is checked by narrowing the desktop tab, not by a
+# second load: narrowed, every page lays out as one loaded at 390 px (compared on every page of
+# both editions: the document's size, every block's place and size, every canvas), but the
+# lab, whose map keeps the size it was drawn at; the lab is reloaded at 390 px. The desktop
+# scrollbar stays (375 px of layout): a little stricter than a phone's overlay scrollbar.
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}  # the text column is 688 px wide
+LEDGER = "book/claims"  # its table stacks on a phone (_config.yml: mha_card_tables)
 BERTVIZ_TIMEOUT_MS = 10_000  # a view that has not drawn by then is broken
 INSTALL_HINT = (
     "run `bash scripts/install_browser.sh` (as root it apt-installs Debian's chromium; "
@@ -188,7 +200,7 @@ def site(request: pytest.FixtureRequest) -> Iterator[Site]:
                 args=CHROMIUM_ARGS,
                 ignore_default_args=["--hide-scrollbars"],
             )
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context = browser.new_context(viewport=DESKTOP)
             context.set_default_timeout(PAGE_TIMEOUT_MS)
             result = Site(base=base, context=context)
             context.route("**/*", functools.partial(_route, result))
@@ -242,13 +254,19 @@ _MODEL_VIEW_CLICK_JS = """id => {
 }"""
 
 # Layout of the text column: what is wider than its box must scroll and show a scrollbar
-# (never be cut off or spill past the column), and a chapter's own code cells fit the column.
-_LAYOUT_JS = """() => {
+# (never be cut off or spill past the column), and (on a desktop, codeFits) a chapter's own
+# code cells fit the column; on a phone they scroll like any wide block.
+_LAYOUT_JS = """codeFits => {
   const article = document.querySelector('main article');
   const column = article.getBoundingClientRect();
   const SR = 'mjx-assistive-mml, .visually-hidden, .sr-only';  // hidden on purpose
+  // ... and so is a box of at most 1 px that clips (the ledger's header row on a phone).
+  const tiny = [...article.querySelectorAll('*')].filter(el => {
+    const r = el.getBoundingClientRect();
+    return r.width <= 1 && r.height <= 1 && getComputedStyle(el).overflow !== 'visible'; });
   const shown = el => { const r = el.getBoundingClientRect();
-                        return r.width > 0 && r.height > 0 && !el.closest(SR); };
+                        return r.width > 0 && r.height > 0 && !el.closest(SR) &&
+                               !tiny.some(t => t.contains(el)); };
   const ox = el => getComputedStyle(el).overflowX;
   const scrolls = el => ['auto', 'scroll'].includes(ox(el));
   const label = el => el.tagName.toLowerCase() +
@@ -274,12 +292,104 @@ _LAYOUT_JS = """() => {
       const s = getComputedStyle(el);
       const bar = el.offsetHeight - el.clientHeight - parseFloat(s.borderTopWidth) -
                   parseFloat(s.borderBottomWidth);
-      if (bar <= 0) problems.push(`scrolls sideways without a scrollbar: ${label(el)}`);
+      if (bar <= 0) problems.push(`scrolls sideways without a scrollbar (${el.scrollWidth} px `
+                                + `in ${el.clientWidth} px): ${label(el)}`);
       const wider = el.scrollWidth - el.clientWidth;
-      if (el.matches('div.cell_input pre'))
+      if (codeFits && el.matches('div.cell_input pre'))
         problems.push(`code cell ${wider} px wider than the column: ${label(el)}`);
     }
   }
+  return problems;
+}"""
+
+# SVG images (the book's diagram) carry no data-min-text-px: each one shown is drawn inline at
+# its shown size, off screen, and its smallest text measured there (font size times the scale
+# of the text's transform on screen). Sub- and superscripts (a baseline-shift) are not
+# counted, as matplotlib's mathtext scripts are not counted in data-min-text-px.
+_SVG_IMAGE_TEXT_JS = """async () => {
+  const found = [];
+  const shown = [...document.images].filter(i => /\\.svg$/i.test(new URL(i.currentSrc).pathname)
+                                          && i.getBoundingClientRect().width > 0);
+  for (const img of shown) {
+    const box = img.getBoundingClientRect();
+    const svg = new DOMParser().parseFromString(await (await fetch(img.currentSrc)).text(),
+                                                'image/svg+xml').documentElement;
+    svg.setAttribute('width', box.width);
+    svg.setAttribute('height', box.height);
+    const holder = document.createElement('div');
+    holder.style.cssText = 'position:fixed;left:0;top:0;visibility:hidden;pointer-events:none';
+    holder.append(document.importNode(svg, true));
+    document.body.append(holder);
+    let text = Infinity;
+    for (const t of holder.querySelectorAll('text, tspan')) {
+      const own = [...t.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+      if (!own || t.closest('[baseline-shift]')) continue;
+      const m = t.getScreenCTM();
+      text = Math.min(text, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+    }
+    holder.remove();
+    found.push({src: img.currentSrc.split('/').pop(), shown: box.width, text,
+                alt: (img.getAttribute('alt') || '').trim()});
+  }
+  return found;
+}"""
+
+# The document itself must not scroll sideways; if it does, the elements that reach past the
+# window (outside any box that scrolls them) are named, innermost first.
+_PAGE_WIDTH_JS = """() => {
+  const doc = document.documentElement, limit = doc.clientWidth;
+  if (doc.scrollWidth <= limit) return {width: doc.scrollWidth, limit, culprits: []};
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const culprits = [...document.body.querySelectorAll('*')].filter(el => {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= limit + 1 || getComputedStyle(el).visibility === 'hidden')
+      return false;
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement)
+      if (scrolls(a)) return false;
+    return ![...el.children].some(c => c.getBoundingClientRect().right > limit + 1);
+  }).map(el => el.tagName.toLowerCase() + [...el.classList].map(c => '.' + c).join('') + ' "' +
+               el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 50) + '" to ' +
+               Math.round(el.getBoundingClientRect().right) + ' px');
+  return {width: doc.scrollWidth, limit, culprits: culprits.slice(0, 5)};
+}"""
+
+# Tables that stack (class mha-cards, book/_ext/small_screens.py: the claims ledger). On a
+# phone every row is a card: each of its cells as wide as the row, one under the other, and
+# every cell but the card's heading (the row's header and the article's words) under its
+# column's name. On a desktop it stays a table.
+_CARDS_JS = """stacked => {
+  const problems = [];
+  document.querySelectorAll('table.mha-cards').forEach((table, n) => {
+    const rows = [...table.querySelectorAll('tbody tr')];
+    if (!rows.length) problems.push(`card table ${n} has no rows`);
+    rows.forEach((tr, i) => {
+      const cells = [...tr.children];
+      const name = `card table ${n}, row ${i + 1} ("${cells[0]?.textContent.trim()}")`;
+      if (!stacked) {
+        if (getComputedStyle(tr).display !== 'table-row')
+          problems.push(`${name} is not a table row on a wide screen`);
+        return;
+      }
+      const row = tr.getBoundingClientRect();
+      const inner = tr.clientWidth - parseFloat(getComputedStyle(tr).paddingLeft)
+                    - parseFloat(getComputedStyle(tr).paddingRight);
+      let bottom = -Infinity;
+      cells.forEach((cell, j) => {
+        const box = cell.getBoundingClientRect();
+        if (box.width < inner - 1)
+          problems.push(`${name}: cell ${j + 1} is ${Math.round(box.width)} px wide in a `
+                        + `${Math.round(inner)} px card`);
+        if (box.top < bottom - 1) problems.push(`${name}: cell ${j + 1} is beside another`);
+        bottom = box.bottom;
+        const label = getComputedStyle(cell, '::before').content;
+        if (cell.tagName === 'TD' && j > 1 && !(cell.dataset.label && label.includes(
+              cell.dataset.label)))
+          problems.push(`${name}: cell ${j + 1} shows no column name`);
+      });
+      if (row.right > table.closest('article').getBoundingClientRect().right + 1)
+        problems.push(`${name} reaches past the column`);
+    });
+  });
   return problems;
 }"""
 
@@ -289,6 +399,11 @@ _MODEL_VIEW_FITS_JS = """id => {
   const out = document.getElementById(id).closest('.output') || document.getElementById(id);
   return {svg: svg.getBoundingClientRect().width, column: out.clientWidth};
 }"""
+
+_LAB_DRAWN_JS = "() => window.mhaLab && mhaLab.draws >= 1"
+
+# After a resize: two animation frames, by which the new layout has been drawn.
+_NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 _SCROLLABLES_SETTLED_JS = """() => [...document.querySelectorAll('.cell_output > .output, pre')]
   .every(e => (e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight)
@@ -345,6 +460,7 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
     html_file = built_book / edition / f"{page}.html"
     assert html_file.is_file(), f"{page} is in _toc.yml but the site has no {html_file}"
     url = edition + page  # the page as the site serves it
+    shot = SCREENSHOTS / url.replace("/", "__")
 
     errors: list[str] = []  # JavaScript errors, as the reader's console would show them
     problems: list[str] = []  # every failed check of this page, reported together
@@ -355,13 +471,15 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         lambda msg: errors.append(f"console.error: {msg.text}") if msg.type == "error" else None,
     )
     site.blocked.clear()
+    narrowed = False
     try:
         response = tab.goto(site.base + f"{url}.html", wait_until="load")
         assert response is not None, f"{url}: no response"
         assert response.status == 200, f"{url}: HTTP {response.status}"
         # The live lab is checked as drawn: its model loaded and its first sentence shown.
-        if tab.evaluate("!!document.getElementById('mha-lab')"):
-            tab.wait_for_function("() => window.mhaLab && mhaLab.draws >= 1", timeout=120_000)
+        lab = tab.evaluate("!!document.getElementById('mha-lab')")
+        if lab:
+            tab.wait_for_function(_LAB_DRAWN_JS, timeout=120_000)
 
         # Images: every one loaded and described.
         images = tab.evaluate(_IMAGES_JS)
@@ -371,16 +489,7 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         no_alt = [i["src"] for i in images if not i["alt"]]
         if no_alt:
             problems.append(f"images without alt text: {no_alt}")
-        # Figures (mha_lib.book.show records their smallest text in image pixels):
-        # scaled to the column, that text must stay readable.
-        for i in images:
-            if i["minText"] is not None and i["width"]:
-                px = i["minText"] * min(1.0, i["shown"] / i["width"])
-                if px < MIN_TEXT_PX:
-                    problems.append(
-                        f"figure text {px:.1f} px < {MIN_TEXT_PX} px as shown "
-                        f"({i['width']} px image in {i['shown']:.0f} px): {i['alt'][:60]}"
-                    )
+        problems.extend(_figure_text_problems(tab, images))
 
         # bertviz: every view draws an SVG that shows the sentence's tokens.
         for raw in tab.evaluate(_BERTVIZ_PARAMS_JS):
@@ -396,7 +505,10 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
                 problems.append(f"MathJax typeset {n_typeset} of {n_math} formulas")
 
         # Layout, now that MathJax and bertviz have drawn.
-        problems.extend(tab.evaluate(_LAYOUT_JS))
+        problems.extend(tab.evaluate(_LAYOUT_JS, True))
+        problems.extend(tab.evaluate(_CARDS_JS, False))
+        if page == LEDGER and not tab.evaluate("!!document.querySelector('.mha-cards tbody tr')"):
+            problems.append("the claims ledger is not a table of class mha-cards")
 
         # Launch buttons on notebook pages open this very notebook.
         if (SOURCE / f"{page}.ipynb").is_file():
@@ -406,35 +518,99 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
                 f"no {k} launch button to {u}" for k, u in want.items() if u not in hrefs
             )
 
-        # Accessibility: no serious or critical axe-core violation. The theme makes wide
-        # outputs keyboard-scrollable (tabindex 0) 300 ms after the page (or a late-drawn
-        # bertviz view) changes; let it settle first, axe reports what is left.
-        try:
-            tab.wait_for_function(_SCROLLABLES_SETTLED_JS, timeout=3_000)
-        except Exception:  # noqa: BLE001, S110 - axe-core reports any unsettled region
-            pass
-        tab.add_script_tag(path=str(NODE_MODULES / "axe-core" / "axe.min.js"))
-        exempt = [[rule, selector] for rule, selector, _ in AXE_EXEMPT]
-        violations = tab.evaluate(_AXE_JS, exempt)
-        if violations:
-            problems.append("axe-core violations:\n" + json.dumps(violations, indent=1))
+        problems.extend(_axe_problems(tab))
+        if edition:
+            problems.extend(_check_chinese_page(tab, site, page))
+
+        # The same page on a phone. (Before any full-page screenshot: Chromium draws a
+        # narrowed page's scrollbars late after one.)
+        tab.set_viewport_size(PHONE)
+        narrowed = True
+        if lab:  # drawn again for this width, as a phone loads it
+            tab.reload(wait_until="load")
+            tab.wait_for_function(_LAB_DRAWN_JS, timeout=120_000)
+            if n_math:
+                tab.wait_for_function("() => window.MathJax?.startup?.promise")
+                tab.evaluate("() => MathJax.startup.promise")
+        tab.evaluate(_NEXT_FRAMES_JS)
+        problems.extend(f"at {PHONE['width']} px: {p}" for p in _phone_problems(tab))
 
         if site.blocked:
             problems.append(f"requests that leave the site: {site.blocked}")
         errors = [e for e in errors if not any(known in e for known in KNOWN_JS_ERRORS)]
         if errors:
             problems.append("JavaScript errors:\n" + "\n".join(errors))
-        if edition:
-            problems.extend(_check_chinese_page(tab, site, page))
         assert not problems, f"{url}:\n- " + "\n- ".join(problems)
     finally:
         # For reviewers, also (above all) when a check failed; the checks' verdict stands.
-        shot = SCREENSHOTS / f"{url.replace('/', '__')}.png"
-        try:
-            tab.screenshot(path=str(shot), full_page=True)
-        except Exception as exc:  # noqa: BLE001 - a missing screenshot must not hide the failure
-            print(f"no screenshot of {url}: {exc}")
+        if narrowed:
+            _screenshot(tab, shot.with_name(f"{shot.name}.{PHONE['width']}px"))
+            tab.set_viewport_size(DESKTOP)
+        _screenshot(tab, shot)
         tab.close()
+
+
+def _phone_problems(tab: object) -> list[str]:
+    """What a reader with a phone would meet: the page narrowed to PHONE, already loaded."""
+    problems = []
+    page = tab.evaluate(_PAGE_WIDTH_JS)
+    if page["width"] > page["limit"]:
+        problems.append(
+            f"the page is {page['width']} px wide in a {page['limit']} px window, "
+            f"because of: {page['culprits']}"
+        )
+    problems.extend(tab.evaluate(_LAYOUT_JS, False))
+    problems.extend(_figure_text_problems(tab, tab.evaluate(_IMAGES_JS)))
+    problems.extend(tab.evaluate(_CARDS_JS, True))
+    problems.extend(_axe_problems(tab))
+    return problems
+
+
+def _figure_text_problems(tab: object, images: list[dict]) -> list[str]:
+    """Every figure's smallest text, as shown at the tab's width, at MIN_TEXT_PX or more.
+
+    Figures (mha_lib.book.show) record their smallest text in image pixels; SVG images are
+    measured in the page. book/_ext/small_screens.py keeps each one at least that wide."""
+    problems = []
+    for i in images:
+        if i["minText"] is not None and i["width"] and i["shown"]:
+            px = i["minText"] * min(1.0, i["shown"] / i["width"])
+            if round(px, 2) < MIN_TEXT_PX:
+                problems.append(
+                    f"figure text {px:.1f} px < {MIN_TEXT_PX} px as shown "
+                    f"({i['width']} px image in {i['shown']:.0f} px): {i['alt'][:60]}"
+                )
+    for svg in tab.evaluate(_SVG_IMAGE_TEXT_JS):
+        if round(svg["text"], 2) < MIN_TEXT_PX:
+            problems.append(
+                f"SVG text {svg['text']:.1f} px < {MIN_TEXT_PX} px as shown "
+                f"({svg['src']} in {svg['shown']:.0f} px): {svg['alt'][:60]}"
+            )
+    return problems
+
+
+def _axe_problems(tab: object) -> list[str]:
+    """No serious or critical axe-core violation, but for AXE_EXEMPT's theme elements."""
+    # The theme makes wide outputs keyboard-scrollable (tabindex 0) 300 ms after the page (or a
+    # late-drawn bertviz view, or a resize) changes; let it settle first, axe reports the rest.
+    try:
+        tab.wait_for_function(_SCROLLABLES_SETTLED_JS, timeout=3_000)
+    except Exception:  # noqa: BLE001, S110 - axe-core reports any unsettled region
+        pass
+    if not tab.evaluate("!!window.axe"):
+        tab.add_script_tag(path=str(NODE_MODULES / "axe-core" / "axe.min.js"))
+    exempt = [[rule, selector] for rule, selector, _ in AXE_EXEMPT]
+    violations = tab.evaluate(_AXE_JS, exempt)
+    if violations:
+        return ["axe-core violations:\n" + json.dumps(violations, indent=1)]
+    return []
+
+
+def _screenshot(tab: object, path: Path) -> None:
+    try:
+        tab.screenshot(path=str(path.with_name(path.name + ".png")), full_page=True)
+    except Exception as exc:  # noqa: BLE001 - a missing screenshot must not hide the failure
+        print(f"no screenshot {path.name}: {exc}")
 
 
 # The Chinese edition (scripts/build_book.py builds it into the html dir's zh folder).
