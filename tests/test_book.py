@@ -275,3 +275,38 @@ def test_a_quantity_shows_one_value_per_page(built_book, path):
         if len(shown) > 1:
             clashes.append(f"{key}: {sorted(shown)}")
     assert not clashes, f"{path.name}: one quantity, several values: {clashes}"
+
+
+def _page_text(path: Path) -> str:
+    import html
+
+    body = re.sub(r"<(script|style)\b.*?</\1>", "", path.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", body))
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("edition", ["", "zh"])
+def test_the_article_is_quoted_in_its_own_characters(built_book, edition):
+    """Every 「…」 of the ledger's source is on the built ledger as written: smart quotes must
+    not curl the article's straight quotes (they made 给点积结果"降温" read ”降温”)."""
+    quotes = re.findall(r"「[^」]*」", (REPO / "book" / "claims.md").read_text())
+    assert len(quotes) >= 10
+    text = _page_text(built_book / edition / "book" / "claims.html")
+    changed = [q for q in quotes if q not in text]
+    assert not changed, f"quotes not as the article writes them: {changed[:3]}"
+
+
+@pytest.mark.book
+def test_the_chinese_edition_speaks_chinese_around_the_pages(built_book):
+    """The switcher is on the search page and the index too; the fold-out hints and the
+    article's bibliography entry are Chinese, its title as written."""
+    for page in ("search.html", "genindex.html"):
+        for edition, target in (("", "zh/" + page), ("zh", "../" + page)):
+            html = (built_book / edition / page).read_text()
+            assert f'href="{target}"' in html and "mha-language-switch" in html, (edition, page)
+    chapter = (built_book / "zh" / "notebooks" / "01_qkv_lookup.html").read_text()
+    assert "toggleHintShow = '点击展开'" in chapter
+    references = _page_text(built_book / "zh" / "book" / "references.html")
+    assert "Multi-Head Attention 为什么有效？" in references and "中文文章" in references
+    english = _page_text(built_book / "book" / "references.html")
+    assert "Multi-Head Attention 为什么有效？" in english, "the bibliography style lowercased it"

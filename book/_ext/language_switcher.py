@@ -17,6 +17,7 @@ from sphinx.config import Config
 from translated_outputs import is_translated
 
 ZH_FOLDER = "zh"
+SWITCHED = ("page.html", "search.html", "genindex.html")
 EDITIONS = {
     # language of this build: (link text, its language, what the link says to a screen reader)
     "en": ("中文", "zh-CN", "本页的中文版"),
@@ -31,7 +32,8 @@ def other_edition_url(pagename: str, chinese: bool) -> str:
 
 
 def _context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
-    if templatename != "page.html" or app.builder.format != "html":
+    # Every page a reader lands on: the pages, the search page and the index.
+    if templatename not in SWITCHED or app.builder.format != "html":
         return
     chinese = is_translated(app.config)  # the book's one translation is the Chinese edition
     label, lang, title = EDITIONS["zh_CN" if chinese else "en"]
