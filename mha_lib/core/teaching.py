@@ -49,15 +49,18 @@ def multi_head_attention(
 
 
 def head_importance(
-    layer: torch.nn.Module, x: torch.Tensor, loss: Callable[[torch.Tensor], torch.Tensor]
+    layer: torch.nn.Module,
+    x: torch.Tensor,
+    loss: Callable[[torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    """Michel et al.'s importance of each head of one layer: the mean over sequences of
-    ``|∂L(x)/∂ξ_h|`` at ``ξ = 1``, where the gate ``ξ_h`` multiplies head ``h``'s output.
+    """Michel et al.'s importance of each head of one layer: the mean over
+    sequences of ``|∂L(x)/∂ξ_h|`` at ``ξ = 1``, the gate ``ξ_h`` scaling head
+    ``h``'s output.
 
-    ``layer`` is a :class:`~mha_lib.core.multihead.MultiHeadAttention`; ``loss`` maps its
-    output ``(B, T, d_model)`` to one loss per sequence ``(B,)``.
+    ``layer`` is a :class:`~mha_lib.core.multihead.MultiHeadAttention`;
+    ``loss`` maps its output ``(B, T, d_model)`` to one loss per sequence.
     """
-    gates = x.new_ones(x.shape[0], layer.num_heads, requires_grad=True)  # (B, h): ξ, all 1
+    gates = x.new_ones(x.shape[0], layer.num_heads, requires_grad=True)  # (B, h)
     out, _ = layer(x, head_mask=gates)  # each head's output times its gate
-    (slopes,) = torch.autograd.grad(loss(out).sum(), gates)  # (B, h): ∂L(x)/∂ξ_h
-    return slopes.abs().mean(0)  # (h,): how much the loss feels each head, on average
+    (slopes,) = torch.autograd.grad(loss(out).sum(), gates)  # ∂L(x)/∂ξ_h
+    return slopes.abs().mean(0)  # (h,): how much the loss feels each head
