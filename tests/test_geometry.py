@@ -155,3 +155,19 @@ def test_random_self_weight_untied_is_near_uniform_and_tied_is_the_planted_close
     assert tied.min() > 10 / 16  # most of the weight on the token itself
     with pytest.raises(ValueError):
         random_self_weight(10, 3, 4, 2, gen, tied=True)
+
+
+def test_sharpness_over_key_sets_is_one_value_per_independent_draw():
+    """Against random_attention called set by set from the same generator, by hand."""
+    from mha_lib.analysis.geometry import max_weight, sharpness_over_key_sets
+
+    ent, top = sharpness_over_key_sets(8, 16, 50, 4, torch.Generator().manual_seed(3),
+                                       scores="scaled")  # fmt: skip
+    gen = torch.Generator().manual_seed(3)
+    for s in range(4):
+        w = random_attention(8, 16, 50, gen, scores="scaled")
+        assert ent[s].item() == entropy(w).mean().item()
+        assert top[s].item() == max_weight(w).mean().item()
+    assert ent.shape == top.shape == (4,) and ent.std() > 0  # the sets differ
+    with pytest.raises(ValueError, match="num_sets"):
+        sharpness_over_key_sets(8, 16, 50, 0, torch.Generator())
