@@ -617,8 +617,9 @@ def _screenshot(tab: object, path: Path) -> None:
 ZH = "zh/"
 _NUMBER = r"[-−]?\\d+(?:[.,]\\d+)*(?:e[-+]?\\d+)?"
 # On a Chinese page: its language, its switcher's target, every glued number beside the English
-# page's, its figures' alt texts, and the prose the reader sees (outputs, code and the
-# bibliography, which cites English works, aside) that still has English words and no Chinese.
+# page's, its figures' alt texts, and the prose the reader sees (outputs, code, inline code and
+# the bibliography, which cites English works, aside) that still has English words and no
+# Chinese.
 _CHINESE_JS = f"""async englishUrl => {{
   const cjk = /[\\u3400-\\u9fff]/;
   const numbers = root => [...root.querySelectorAll('.pasted-text')]
@@ -630,7 +631,11 @@ _CHINESE_JS = f"""async englishUrl => {{
       'article h1, article h2, article h3, article p, article li, article th, article td')]
     .filter(e => !e.closest('.cell_output, .output, pre, .mha-lab-strings, .citation-list, '
                             + '.bibliography, [class*="highlight"]'))
-    .map(e => e.textContent.trim())
+    .map(e => {{  // inline code is a name in either edition: the words around it count
+      const copy = e.cloneNode(true);
+      copy.querySelectorAll('code').forEach(c => c.remove());
+      return copy.textContent.trim();
+    }})
     .filter(t => /[A-Za-z]{{3,}}.*[A-Za-z]{{3,}}/.test(t) && !cjk.test(t));
   return {{
     lang: document.documentElement.lang,
