@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "book" / "_ext"))
 import catalogues  # noqa: E402
 from language_switcher import other_edition_url  # noqa: E402
 from translated_glue import as_references_to  # noqa: E402
-from translated_outputs import fill, template, translate  # noqa: E402
+from translated_outputs import fill, template, translate, translate_html  # noqa: E402
 
 TOC = REPO / "_toc.yml"
 
@@ -111,6 +111,23 @@ def test_alt_texts_are_templated_on_their_numbers_only() -> None:
     catalogue = {"{0} heads on log axes": "对数坐标上的 {0} 个头"}
     assert translate("12 heads on log axes", catalogue) == "对数坐标上的 12 个头"
     assert translate("12 heads on linear axes", catalogue) == "12 heads on linear axes"  # kept
+
+
+def test_table_headers_are_translated_and_cells_are_not() -> None:
+    from mha_lib.book import html_table
+
+    table = html_table(["heads h", "speed-up ×, 25 % pruned", "d_head"], [["heads", 0.5, 32]]).data
+    catalogue = {
+        "heads h": "头数 h",
+        "speed-up ×, {0} % pruned": "加速比，剪枝 {0}%",
+        "heads": "头",
+        "table": "表格",
+    }
+    zh = translate_html(table, catalogue)
+    assert ">头数 h</th>" in zh and ">加速比，剪枝 25%</th>" in zh and ">d_head</th>" in zh
+    assert '<td style="padding:0.25em 0.9em;text-align:left">heads</td>' in zh  # a cell
+    assert 'aria-label="表格"' in zh
+    assert translate_html(table, {}) == table  # untranslated: the English output, unchanged
 
 
 def test_in_page_glue_becomes_a_reference_to_the_page_itself() -> None:

@@ -1,13 +1,13 @@
-"""Translate the words that code writes into a page: figure alt texts and table labels.
+"""Translate the words that code writes into a page: alt texts, table labels and headers.
 
 Sphinx's gettext workflow translates the text of the pages; what a notebook computes is not
 text of the page. Glued values are numbers and names only (tests/test_book.py fails on a glued
 string with English words that is not a listed name): every sentence around them is written in
 the page, so the catalogues translate it like any other paragraph. Two outputs of code still
 carry words, because they are written by the code that draws or tabulates, not by the prose:
-the alt text that ``mha_lib.book.show`` writes on each figure, and the ``aria-label`` that
-``mha_lib.book.html_table`` puts on each table. This extension gives those to the page's
-catalogue, with every number replaced by a placeholder:
+the alt text that ``mha_lib.book.show`` writes on each figure, and the ``aria-label`` and the
+column headers (``<th>``) that ``mha_lib.book.html_table`` puts on each table. This extension
+gives those to the page's catalogue, with every number replaced by a placeholder:
 
 - under the gettext builder it adds "Log-log plot ... from {0} to {1}" to the page's messages;
 - in a translated build it looks the template up in the page's catalogue and puts the numbers
@@ -49,8 +49,11 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 # an identifier such as a model name or a CPU capability.
 _WORDS = re.compile(r"\b[a-z]{3,}\b")
 _IDENTIFIER = re.compile(r"^\S*[/_]\S*$")
-# The words an output's HTML carries for a reader: a figure's alt text, a table's label.
+# The words an output's HTML carries for a reader: a figure's alt text, a table's label, and
+# a table's column headers (html_table writes each as plain escaped text inside <th ...>).
 _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
+_HEADER = re.compile(r"(<th\b[^>]*>)([^<]*)(</th>)")
+_WORDED = (_ALT, _HEADER)
 
 
 def template(text: str) -> tuple[str, list[str]]:
@@ -82,14 +85,15 @@ def _worth_translating(text: str) -> bool:
 def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
     for node in doctree.findall(nodes.raw):
         if "html" in node.get("format", "").split():
-            for match in _ALT.finditer(node.astext()):
-                alt = html.unescape(match.group(2))
-                if _worth_translating(alt):
-                    yield node, alt
+            for pattern in _WORDED:
+                for match in pattern.finditer(node.astext()):
+                    alt = html.unescape(match.group(2))
+                    if _worth_translating(alt):
+                        yield node, alt
 
 
 def messages(doctree: nodes.Node) -> list[str]:
-    """The templates of a resolved page's figure alt texts and table labels, in page order."""
+    """The templates of a resolved page's alt texts, table labels and headers, in page order."""
     return list(dict.fromkeys(template(alt)[0] for _, alt in _alt_texts(doctree)))
 
 
@@ -133,6 +137,18 @@ def translate(text: str, catalogue: dict[str, str]) -> str:
     return fill(translated, numbers) if translated else text
 
 
+def translate_html(source: str, catalogue: dict[str, str]) -> str:
+    """An output's HTML with its alt texts, table labels and column headers translated."""
+    for pattern in _WORDED:
+        source = pattern.sub(
+            lambda m: m.group(1)
+            + html.escape(translate(html.unescape(m.group(2)), catalogue))
+            + m.group(3),
+            source,
+        )
+    return source
+
+
 class KeepMathBlocks(Transform):
     """A displayed equation is not a message: the same maths in both languages."""
 
@@ -161,7 +177,7 @@ class TranslateTocCaptions(Transform):
 
 
 class TranslateOutputs(SphinxPostTransform):
-    """In a translated build: figure alt texts and table labels from the page's catalogue."""
+    """In a translated build: alt texts, table labels and headers from the page's catalogue."""
 
     default_priority = 20  # after myst-nb has rendered the outputs
 
@@ -176,12 +192,7 @@ class TranslateOutputs(SphinxPostTransform):
             if "html" not in node.get("format", "").split():
                 continue
             source = node.astext()
-            changed = _ALT.sub(
-                lambda m: m.group(1)
-                + html.escape(translate(html.unescape(m.group(2)), catalogue))
-                + m.group(3),
-                source,
-            )
+            changed = translate_html(source, catalogue)
             if changed != source:
                 node.clear()
                 node.append(nodes.Text(changed))
