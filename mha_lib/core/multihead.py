@@ -37,9 +37,20 @@ class MultiHeadAttention(nn.Module):
     - ``head_mask``: float ``(H,)`` or ``(B, H)``, multiplying each head's output
       before ``out_proj``; gradients flow to it (head importance uses them).
 
+    ``num_kv_heads`` (a divisor of ``num_heads``; default ``num_heads``) gives the
+    query heads fewer key and value heads to share: query head ``h`` reads key/value
+    head ``h // (num_heads // num_kv_heads)``. Equal to ``num_heads`` is multi-head
+    attention (the default, computed exactly as before), 1 is multi-query attention
+    (Shazeer 2019), anything between is grouped-query attention (Ainslie et al. 2023).
+    ``k_proj`` and ``v_proj`` then have ``num_kv_heads · d_head`` outputs, and the
+    weights, ``head_mask`` and pruning stay per *query* head.
+
     Heads keep their original index for good: :meth:`prune_heads` takes original
     indices and records the survivors in ``kept_heads``, and ``head_mask`` always has
-    one entry per original head (entries of removed heads are ignored). The returned
+    one entry per original head (entries of removed heads are ignored). With shared
+    keys and values a query head is removed alone, and a key/value head goes only with
+    the last query head of its group (``kept_kv_heads``): a shared key/value head
+    cannot be removed while a query head still reads it. The returned
     weights are those of the present heads, in ``kept_heads`` order, and are not
     scaled by ``head_mask`` (it scales a head's output, not where the head looks).
     :mod:`mha_lib.core.masks` states the library's mask conventions in one place.
@@ -57,6 +68,7 @@ class MultiHeadAttention(nn.Module):
         *,
         bias: bool = True,
         dropout: float = 0.0,
+        num_kv_heads: int | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -65,6 +77,13 @@ class MultiHeadAttention(nn.Module):
         check_positive_int("num_heads", num_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        check_positive_int("num_kv_heads", num_kv_heads)
+        if num_heads % num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} (each key/value "
+                "head serves a whole group of query heads): use a divisor of num_heads"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
@@ -72,11 +91,15 @@ class MultiHeadAttention(nn.Module):
         self.original_num_heads = num_heads
         self.kept_heads = list(range(num_heads))  # original indices of the present heads
         self.d_head = d_model // num_heads
+        self.num_kv_heads = num_kv_heads  # key/value heads present now
+        self.original_num_kv_heads = num_kv_heads
+        self.kept_kv_heads = list(range(num_kv_heads))  # original indices of those present
         self.dropout = dropout
         factory = {"bias": bias, "device": device, "dtype": dtype}
+        kv_features = num_kv_heads * self.d_head
         self.q_proj = nn.Linear(d_model, d_model, **factory)
-        self.k_proj = nn.Linear(d_model, d_model, **factory)
-        self.v_proj = nn.Linear(d_model, d_model, **factory)
+        self.k_proj = nn.Linear(d_model, kv_features, **factory)
+        self.v_proj = nn.Linear(d_model, kv_features, **factory)
         self.out_proj = nn.Linear(d_model, d_model, **factory)
         self.reset_parameters()
 
@@ -127,9 +150,16 @@ class MultiHeadAttention(nn.Module):
             is_causal = False
 
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
-        k = split_heads(self.k_proj(key), self.num_heads)  # (B, H, Tk, Dh)
-        v = split_heads(self.v_proj(value), self.num_heads)  # (B, H, Tk, Dh)
+        k = split_heads(self.k_proj(key), self.num_kv_heads)  # (B, Hkv, Tk, Dh)
+        v = split_heads(self.v_proj(value), self.num_kv_heads)  # (B, Hkv, Tk, Dh)
         dropout = self.dropout if self.training else 0.0
+        # Shared keys and values: the explicit path repeats each K/V head for its query
+        # heads; the fused kernel does the same without copying when the groups are even.
+        gqa = self.num_kv_heads != self.num_heads
+        fused_gqa = gqa and not need_weights and self._groups_are_even()
+        if gqa and not fused_gqa:
+            index = torch.tensor(self.kv_slot_of_heads(), device=k.device)
+            k, v = k.index_select(1, index), v.index_select(1, index)  # (B, H, Tk, Dh)
 
         if need_weights:
             out, weights = scaled_dot_product_attention(q, k, v, allowed)  # (B, H, Tq, Dh)
@@ -143,8 +173,9 @@ class MultiHeadAttention(nn.Module):
             if nowhere is not None:
                 opened = True if allowed.dtype == torch.bool else 0.0
                 allowed = allowed.masked_fill(nowhere, opened)
+            extra = {"enable_gqa": True} if fused_gqa else {}
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=allowed, dropout_p=dropout, is_causal=is_causal
+                q, k, v, attn_mask=allowed, dropout_p=dropout, is_causal=is_causal, **extra
             )
             if nowhere is not None:
                 out = out.masked_fill(nowhere, 0.0)
@@ -205,15 +236,52 @@ class MultiHeadAttention(nn.Module):
         slots = slots_of(self.kept_heads, remaining)  # where the survivors sit now
         idx = head_features(slots, self.d_head, self.q_proj.weight.device)
         self.q_proj = keep_output_features(self.q_proj, idx)
-        self.k_proj = keep_output_features(self.k_proj, idx)
-        self.v_proj = keep_output_features(self.v_proj, idx)
+        if self.original_num_kv_heads == self.original_num_heads:
+            self.k_proj = keep_output_features(self.k_proj, idx)
+            self.v_proj = keep_output_features(self.v_proj, idx)
+            self.kept_kv_heads = list(remaining)
+        else:
+            # A shared K/V head stays while any query head of its group does.
+            group = self.original_num_heads // self.original_num_kv_heads
+            kv_left = sorted({h // group for h in remaining})
+            kv_idx = head_features(
+                slots_of(self.kept_kv_heads, kv_left), self.d_head, self.q_proj.weight.device
+            )
+            self.k_proj = keep_output_features(self.k_proj, kv_idx)
+            self.v_proj = keep_output_features(self.v_proj, kv_idx)
+            self.kept_kv_heads = kv_left
         self.out_proj = keep_input_features(self.out_proj, idx)
         self.kept_heads = remaining
         self.num_heads = len(remaining)
+        self.num_kv_heads = len(self.kept_kv_heads)
+
+    @property
+    def group_size(self) -> int:
+        """How many query heads (originally) share one key/value head."""
+        return self.original_num_heads // self.original_num_kv_heads
+
+    def kv_slot_of_heads(self) -> list[int]:
+        """For each present query head, the slot of the key/value head it reads."""
+        slot = {kv: s for s, kv in enumerate(self.kept_kv_heads)}
+        return [slot[h // self.group_size] for h in self.kept_heads]
+
+    def _groups_are_even(self) -> bool:
+        """Whether present query heads come in equal consecutive groups per K/V head
+        (what ``enable_gqa`` of the fused kernel assumes)."""
+        if self.num_heads % self.num_kv_heads:
+            return False
+        per = self.num_heads // self.num_kv_heads
+        return self.kv_slot_of_heads() == [i // per for i in range(self.num_heads)]
 
     def extra_repr(self) -> str:
         pruned = "" if self.num_heads == self.original_num_heads else f", kept={self.kept_heads}"
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}{pruned}"
+        shared = ""
+        if self.original_num_kv_heads != self.original_num_heads:
+            shared = f", num_kv_heads={self.num_kv_heads}"
+        return (
+            f"d_model={self.d_model}, num_heads={self.num_heads}{shared}, "
+            f"d_head={self.d_head}{pruned}"
+        )
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):

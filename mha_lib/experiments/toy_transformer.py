@@ -50,6 +50,12 @@ def scale_attention_(
     ):
         raise ValueError(f"scale must be a finite number >= 0, got {scale!r}")
     chosen = _check_projections(projections)
+    shared = attention.original_num_kv_heads != attention.original_num_heads
+    if shared and heads is not None and set(chosen) & {"k", "v"}:
+        raise ValueError(
+            "heads cannot select key/value rows of a layer whose key/value heads are shared "
+            f"(num_kv_heads={attention.num_kv_heads}): scale q alone, or every head"
+        )
     rows = _head_rows(
         heads,
         attention.kept_heads,
@@ -108,10 +114,18 @@ def _head_rows(
 class Block(nn.Module):
     """Pre-norm block: ``x + attn(LN(x))``, then ``x + mlp(LN(x))``."""
 
-    def __init__(self, d_model: int, num_heads: int, mlp_ratio: int) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        mlp_ratio: int,
+        num_kv_heads: int | None = None,
+        causal: bool = False,
+    ) -> None:
         super().__init__()
+        self.causal = causal
         self.ln_attn = nn.LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.attn = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
         self.ln_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(
             nn.Linear(d_model, mlp_ratio * d_model),
@@ -122,7 +136,9 @@ class Block(nn.Module):
     def forward(
         self, x: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        attended, weights = self.attn(self.ln_attn(x), need_weights=need_weights)  # (B, T, D)
+        attended, weights = self.attn(
+            self.ln_attn(x), need_weights=need_weights, is_causal=self.causal
+        )  # (B, T, D)
         x = x + attended  # (B, T, D)
         return x + self.mlp(self.ln_mlp(x)), weights  # (B, T, D), (B, H, T, T) or None
 
@@ -137,6 +153,9 @@ class ToyTransformer(nn.Module):
     initialisation (1.0 leaves them alone; chapter 7 studies larger values):
     by default the query, key and value weights of every head; ``init_projections``
     and ``init_heads`` restrict it to some of them (:func:`scale_attention_`).
+    ``num_kv_heads`` shares key/value heads between query heads (chapter 9;
+    `MultiHeadAttention`), ``causal=True`` lets position ``t`` see positions ``0 … t``
+    only; their defaults build the model of the earlier chapters unchanged.
     """
 
     def __init__(
@@ -153,8 +172,12 @@ class ToyTransformer(nn.Module):
         init_scale: float = 1.0,
         init_projections: tuple[str, ...] = PROJECTIONS,
         init_heads: tuple[int, ...] | None = None,
+        num_kv_heads: int | None = None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal must be a bool, got {causal!r}")
         for name, value in (
             ("vocab_size", vocab_size),
             ("num_classes", num_classes),
@@ -179,7 +202,9 @@ class ToyTransformer(nn.Module):
         self.readout = readout
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, num_heads, mlp_ratio) for _ in range(num_layers))
+        self.blocks = nn.ModuleList(
+            Block(d_model, num_heads, mlp_ratio, num_kv_heads, causal) for _ in range(num_layers)
+        )
         self.ln_out = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, num_classes)
         if init_scale != 1.0:
@@ -267,5 +292,7 @@ class ToyTransformer(nn.Module):
             self.train(was_training)
         attn = block.attn
         q = split_heads(attn.q_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
-        k = split_heads(attn.k_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
+        k = split_heads(attn.k_proj(captured["x"]), attn.num_kv_heads)  # (B, Hkv, T, Dh)
+        if attn.num_kv_heads != attn.num_heads:  # shared keys: one copy per query head
+            k = k[:, attn.kv_slot_of_heads()]  # (B, H, T, Dh)
         return q, k

@@ -42,6 +42,8 @@ _LATER_FIELDS = (
     "projection_lr",
     "projection_weight_decay",
     "clip_grad_norm",
+    "num_kv_heads",
+    "causal",
 )
 OPTIMIZERS = ("adamw", "sgd")
 
@@ -59,7 +61,8 @@ class Config:
     layer and for every head, not their biases) their own optimizer, learning rate and weight
     decay; the rest of the model keeps ``optimizer``, ``lr`` and ``weight_decay``.
     ``clip_grad_norm`` clips the gradient of all parameters to that total norm before each
-    step (``None``: no clipping).
+    step (``None``: no clipping). ``num_kv_heads`` and ``causal`` are the toy model's
+    (chapter 9: shared key/value heads, a causal mask); their defaults change nothing.
     """
 
     task: str = "pair_recall"
@@ -84,6 +87,8 @@ class Config:
     projection_lr: float | None = None
     projection_weight_decay: float | None = None
     clip_grad_norm: float | None = None
+    num_kv_heads: int | None = None
+    causal: bool = False
 
     def __post_init__(self) -> None:
         # JSON gives lists back; keep tuples so that a reloaded config compares equal.
@@ -173,6 +178,8 @@ def build_model(config: Config, task: Lookback | KeyValueRecall, seed: int) -> T
             init_scale=config.init_scale,
             init_projections=config.init_projections,
             init_heads=config.init_heads,
+            num_kv_heads=config.num_kv_heads,
+            causal=config.causal,
         )
 
 

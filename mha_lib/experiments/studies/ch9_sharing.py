@@ -1,0 +1,238 @@
+"""Chapter 9: shared key/value heads on the book's toy tasks, several seeds.
+
+Parts (each a list of records, one per run):
+
+- ``equal_heads``: the same query heads with ``num_kv_heads`` = all of them (multi-head),
+  fewer (grouped-query) and one (multi-query), on chapter 6's recall task and on chapter
+  4's two-key recall;
+- ``equal_params``: multi-query attention with ``d_model`` widened until the model has
+  about as many parameters as the multi-head one (what the saved key/value parameters buy
+  when spent on width);
+- ``uptrain``: a trained multi-head model mean-pooled into grouped/multi-query models
+  (Ainslie et al. 2023): accuracy right after pooling and after :data:`UPTRAIN_STEPS` more
+  steps, against the same architecture trained from scratch for those steps;
+- ``sink``: a causal toy on the recall task: the attention on position 0 against the mean
+  of the other context slots, along training;
+- ``check``: a short run the chapter and the tests retrain.
+
+Run from the repository root (about half an hour on 2 busy cores)::
+
+    nice .venv/bin/python scripts/ch9_sharing.py --processes 2
+
+writes ``scripts/results/ch9_sharing.json`` with its provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from mha_lib.analysis.cost import parameter_count
+from mha_lib.experiments.kv_sharing import first_position_mass, pool_kv_heads
+from mha_lib.experiments.reproduce import (
+    Check,
+    parse_args,
+    provenance,
+    rounded,
+    run_jobs,
+    save_results,
+    threads,
+)
+from mha_lib.experiments.training import (
+    EVAL_SEED_OFFSET,
+    Config,
+    build_model,
+    evaluate,
+    make_task,
+    run_experiment,
+    train,
+)
+
+NAME = "ch9_sharing.json"
+SEEDS = (0, 1, 2)
+PAIR_TASK = {"num_keys": 12, "num_values": 8, "num_pairs": 12, "num_queries": 4}
+# Chapter 6's task and model; chapter 4's two-key task with 4 heads, stopped where the
+# multi-head model is still learning (about 0.9 in chapter 4's sweep), so a loss can show.
+TASKS = {
+    "recall": Config(
+        task="associative_recall", d_model=64, num_heads=8, num_layers=2, steps=300,
+        eval_every=100,
+    ),
+    "pair": Config(
+        task="pair_recall", task_args=PAIR_TASK, d_model=32, num_heads=4, steps=1200,
+        eval_every=200,
+    ),
+}  # fmt: skip
+KV_HEADS = {"recall": (8, 4, 2, 1), "pair": (4, 2, 1)}
+UPTRAIN_KV = (2, 1)
+UPTRAIN_STEPS = 30  # a tenth of the multi-head run
+UPTRAIN_SEED_OFFSET = 7_919  # the extra steps draw batches the first run did not see
+SINK = Config(
+    task="associative_recall", d_model=64, num_heads=8, num_layers=2, steps=300,
+    eval_every=100, causal=True,
+)  # fmt: skip
+SINK_STEPS = (0, 25, 50, 100, 200, 300)
+SINK_SAMPLES = 256
+CHECK = Config(
+    task="associative_recall", d_model=64, num_heads=8, num_layers=2, steps=20,
+    eval_every=10, num_kv_heads=2,
+)  # fmt: skip
+# A retrained short run against the file, in accuracy and loss: chapter 4's and 6's short
+# runs of this model agreed across CPU kernels to about 1e-6; 1e-3 leaves room.
+TOLERANCE = 1e-3
+
+
+def variant(config: Config, **changes: object) -> Config:
+    """``config`` with some fields changed."""
+    return Config(**{**config.to_dict(), **changes})
+
+
+def wider_for(config: Config, num_kv_heads: int) -> Config:
+    """The ``num_kv_heads`` variant whose ``d_model`` (a multiple of the heads) brings its
+    parameter count nearest to ``config``'s own."""
+    task = make_task(config.task, **config.task_args)
+    target = parameter_count(build_model(config, task, 0))
+    h = config.num_heads
+    widths = range(config.d_model, 2 * config.d_model + 1, h)
+    best = min(
+        widths,
+        key=lambda d: abs(
+            parameter_count(
+                build_model(variant(config, d_model=d, num_kv_heads=num_kv_heads), task, 0)
+            ) - target
+        ),
+    )  # fmt: skip
+    return variant(config, d_model=best, num_kv_heads=num_kv_heads)
+
+
+def record(config: Config, seed: int, result: object, **extra: object) -> dict[str, object]:
+    return {"config": config.to_dict(), "seed": seed, **extra, "result": rounded(
+        {"steps": result.steps, "accuracy": result.eval_accuracy, "loss": result.eval_loss,
+         "final_accuracy": result.final_accuracy, "parameters": result.num_parameters},
+        decimals=6)}  # fmt: skip
+
+
+def run_plain(item: tuple[str, str, Config, int]) -> dict[str, object]:
+    part, task_name, config, seed = item
+    with threads(1):
+        _, result = run_experiment(config, seed, progress=False)
+    return {"part": part, **record(config, seed, result, task_name=task_name)}
+
+
+def run_uptrain(seed: int) -> dict[str, object]:
+    """Train multi-head, pool, evaluate, train a little more; and the short from-scratch runs."""
+    config = TASKS["recall"]
+    task = make_task(config.task, **config.task_args)
+    eval_set = task.sample(config.eval_size, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET))
+    short = variant(config, steps=UPTRAIN_STEPS, warmup=5, eval_every=UPTRAIN_STEPS)
+    rows = []
+    with threads(1):
+        model, result = run_experiment(config, seed, progress=False)
+        for kv in UPTRAIN_KV:
+            pooled = pool_kv_heads(model, kv)
+            _, pooled_acc = evaluate(pooled, *eval_set)
+            after = train(pooled, task, short, seed + UPTRAIN_SEED_OFFSET, progress=False)
+            scratch_config = variant(short, num_kv_heads=kv)
+            scratch = build_model(scratch_config, task, seed)
+            fresh = train(scratch, task, scratch_config, seed, progress=False)
+            rows.append({"num_kv_heads": kv, "pooled": pooled_acc,
+                         "uptrained": after.final_accuracy,
+                         "scratch_short": fresh.final_accuracy})  # fmt: skip
+    return {"part": "uptrain", "seed": seed, "multi_head": result.final_accuracy,
+            "rows": rounded(rows, decimals=6)}  # fmt: skip
+
+
+def run_sink(seed: int) -> dict[str, object]:
+    """Attention on position 0 against another context slot, at :data:`SINK_STEPS`."""
+    task = make_task(SINK.task, **SINK.task_args)
+    probe, _ = task.sample(SINK_SAMPLES, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET))
+    first, others, accuracy = [], [], []
+    with threads(1):
+        for steps in SINK_STEPS:
+            if steps == 0:
+                model = build_model(SINK, task, seed)
+                acc = None
+            else:
+                model, result = run_experiment(SINK, seed, progress=False, stop_after=steps)
+                acc = result.final_accuracy
+            f, o = first_position_mass(model.attention_maps(probe), task.num_pairs)
+            first.append(f.tolist())
+            others.append(o.tolist())
+            accuracy.append(acc)
+    masses = {"first": first, "others": others, "accuracy": accuracy}
+    return {"part": "sink", "seed": seed, "steps": list(SINK_STEPS), **rounded(masses, decimals=6)}
+
+
+def run_check() -> dict[str, object]:
+    """The short run the chapter retrains live."""
+    with threads(1):
+        _, result = run_experiment(CHECK, 0, progress=False)
+    return record(CHECK, 0, result)
+
+
+def jobs() -> list[tuple[str, object]]:
+    items: list[tuple[str, object]] = []
+    for name, config in TASKS.items():
+        for kv in KV_HEADS[name]:
+            for seed in SEEDS:
+                shared = variant(config, num_kv_heads=kv)
+                items.append(("plain", ("equal_heads", name, shared, seed)))
+        wide = wider_for(config, 1)
+        if wide.d_model == config.d_model:
+            continue  # the saving is below one step of width: nothing to spend
+        for seed in SEEDS:
+            items.append(("plain", ("equal_params", name, wide, seed)))
+    items += [("uptrain", seed) for seed in SEEDS]
+    items += [("sink", seed) for seed in SEEDS[:2]]
+    items.append(("check", None))
+    return items
+
+
+def run_item(item: tuple[str, object]) -> dict[str, object]:
+    kind, arg = item
+    if kind == "plain":
+        return run_plain(arg)
+    if kind == "uptrain":
+        return run_uptrain(arg)
+    if kind == "sink":
+        return run_sink(arg)
+    return {"part": "check", **run_check()}
+
+
+def cost(item: tuple[str, object]) -> float:
+    kind, arg = item
+    if kind == "plain":
+        config = arg[2]
+        return config.steps * config.num_layers * config.d_model
+    return {"uptrain": 300 * 2 * 64 * 1.5, "sink": 700 * 2 * 64, "check": 0}[kind]
+
+
+def live_checks(live: dict, committed: dict) -> list[Check]:
+    """The short run retrained against the file's record of it."""
+    a, b = live["result"], committed["result"]
+    return [
+        Check("ch9 short run (2 key/value heads): accuracy along training",
+              a["accuracy"], b["accuracy"], TOLERANCE),
+        Check("ch9 short run (2 key/value heads): loss along training",
+              a["loss"], b["loss"], TOLERANCE),
+    ]  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(__doc__, NAME, argv=argv)
+    made = provenance(threads=1)
+    items = jobs()
+    done = [r for _, r in sorted(run_jobs(run_item, items, args.processes, longest_first=cost))]
+    parts: dict[str, object] = {}
+    for r in done:
+        part = r.pop("part")
+        if part == "check":
+            parts["check"] = r
+        else:
+            parts.setdefault(part, []).append(r)
+    save_results(args.out, parts, {name: made for name in parts})
+
+
+if __name__ == "__main__":
+    main()
