@@ -9,6 +9,7 @@ figure alt texts, the in-page glue rewrite and the switcher's URLs on hand-check
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -147,3 +148,111 @@ def test_the_switcher_links_the_same_page_of_the_other_edition() -> None:
     )
     assert other_edition_url("search", chinese=True) == "../search.html"
 
+
+
+# --- Chinese typography and wording, over every catalogue (locales/README.md) -------------
+
+def _translations() -> list[tuple[str, polib.POEntry]]:
+    return [
+        (str(path.relative_to(catalogues.CATALOGUES)), entry)
+        for path in catalogues.catalogue_files()
+        for entry in polib.pofile(str(path))
+        if entry.msgstr and not entry.obsolete
+    ]
+
+
+def _chinese_prose(text: str) -> str:
+    """A translation's words, without the parts that stay as in the English (maths, code...)."""
+    return catalogues._prose(text) if catalogues._CJK.search(text) else ""
+
+
+_ARTICLE_QUOTE = re.compile(r"「([^「」]*)」")
+
+
+def test_corner_brackets_quote_the_article_only_and_other_quotes_are_curly() -> None:
+    """「」 holds the article's words (each piece between …… is in a quote of the English
+    source, which quotes the article the same way); every other quotation is “…”, so a
+    straight " in Chinese prose is left only inside the article's own words."""
+    article = [q for _, e in _translations() for q in _ARTICLE_QUOTE.findall(e.msgid)]
+    found = []
+    for name, entry in _translations():
+        prose = _chinese_prose(entry.msgstr)
+        for quote in _ARTICLE_QUOTE.findall(prose):
+            pieces = [p for p in re.split(r"…+", quote) if p.strip()]
+            if not pieces or not all(any(p in a for a in article) for p in pieces):
+                found.append(f"{name}: 「{quote}」 is not the article's: write “…”")
+        outside = _ARTICLE_QUOTE.sub(" ", prose)
+        if '"' in outside:
+            found.append(f"{name}: a straight quote in Chinese prose: {outside[:80]!r}")
+    assert not found, "\n".join(found)
+
+
+_SPACE_BEFORE_PERCENT = re.compile(r"[\d}`][ \u00a0]%")
+# "X 倍" after a comparative reads two ways in Chinese (小了 10 倍: a tenth? a ninth?):
+# write 是它的 X 倍 / 只有约 1/X instead.
+_AMBIGUOUS_TIMES = re.compile(
+    r"(?<![最至])(?:慢|快|小|大|多|少|高|低|增大|减小|缩小|增加|减少)了?\s*"
+    r"(?:\{glue[^}]*\}`[^`]*`|\{\d+\}|[\d.]+|[一二三四五六七八九十几]+)\s*倍"
+)
+
+
+def test_chinese_typography_no_space_before_percent_no_et_al_no_ambiguous_times() -> None:
+    found = []
+    for name, entry in _translations():
+        text = entry.msgstr if catalogues._CJK.search(entry.msgstr) else ""
+        words = catalogues._MATH.sub(" ", catalogues._CODE.sub(" ", text))
+        if _SPACE_BEFORE_PERCENT.search(words):
+            found.append(f"{name}: a space before % (write 96.0%): {entry.msgstr[:70]!r}")
+        if "et al." in _chinese_prose(text):
+            found.append(f"{name}: 'et al.' in Chinese (write 等人): {entry.msgstr[:70]!r}")
+        if _AMBIGUOUS_TIMES.search(text):
+            found.append(f"{name}: 'X 倍' after a comparative: {entry.msgstr[:70]!r}")
+    assert not found, "\n".join(found)
+
+
+def glossary_variants() -> dict[str, str]:
+    """Each variant the glossary of locales/README.md forbids, mapped to the term to use."""
+    table = (REPO / "locales" / "README.md").read_text().split("## Glossary", 1)[1]
+    variants = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[2] and not set(cells[2]) <= set("-"):
+            for variant in re.split(r"[、，]", cells[2]):
+                if variant.strip() and variant.strip() != "不用":
+                    variants[variant.strip()] = cells[1]
+    return variants
+
+
+def test_the_glossary_table_lists_variants_and_its_check_finds_them() -> None:
+    variants = glossary_variants()
+    assert variants["关联回忆"] == "关联召回" and variants["批量大小"] == "批大小"
+    assert variants["双键召回"] == "成对召回" and "et al." in variants
+    assert "缩放点积注意力" not in variants
+
+
+def test_one_term_per_concept_the_glossarys() -> None:
+    variants = glossary_variants()
+    found = [
+        f"{name}: {variant!r} (the glossary says {term}): {entry.msgstr[:60]!r}"
+        for name, entry in _translations()
+        for variant, term in variants.items()
+        if variant in _chinese_prose(entry.msgstr)
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        ("准确率为 96.0 %", True),
+        ("准确率为 {glue:text}`acc:.1f` %", True),
+        ("准确率为 96.0%", False),
+        ("梯度小 {glue:text}`r:.0f` 倍", True),
+        ("慢 2.0 倍", True),
+        ("耗时是它的 2.0 倍", False),
+        ("最多 {3} 倍", False),
+    ],
+)
+def test_the_typography_patterns_on_hand_checked_cases(text: str, flagged: bool) -> None:
+    hit = bool(_SPACE_BEFORE_PERCENT.search(text) or _AMBIGUOUS_TIMES.search(text))
+    assert hit == flagged
