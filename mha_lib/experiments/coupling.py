@@ -43,20 +43,25 @@ from mha_lib.pruning import MHAHeads
 
 
 def train_without(
-    config: Config, seed: int, removed: Mapping[int, Sequence[int]] | None = None
+    config: Config,
+    seed: int,
+    removed: Mapping[int, Sequence[int]] | None = None,
+    *,
+    stop_after: int | None = None,
 ) -> tuple[ToyTransformer, TrainResult]:
     """Train ``config`` from ``seed`` with the heads ``removed`` (``{layer: [heads]}``) pruned
     before the first step.
 
     The other heads start from exactly the weights they have in the full model of the same
     seed and see the same batches: if heads did not affect each other, they would learn
-    exactly what they learn in the full model.
+    exactly what they learn in the full model. ``stop_after`` trains only the first steps
+    of the run, with its whole schedule (:func:`~mha_lib.experiments.training.train`).
     """
     task = make_task(config.task, **config.task_args)
     model = build_model(config, task, seed)
     for layer, heads in (removed or {}).items():
         model.blocks[layer].attn.prune_heads(list(heads))
-    return model, train(model, task, config, seed, progress=False)
+    return model, train(model, task, config, seed, progress=False, stop_after=stop_after)
 
 
 def _original_heads(attn: MultiHeadAttention, per_kept: torch.Tensor) -> torch.Tensor:

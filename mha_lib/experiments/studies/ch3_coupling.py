@@ -9,14 +9,21 @@ step (:func:`mha_lib.experiments.coupling.train_without`). For each run it recor
 held-out accuracy, every head's attention rows at the query positions on a fixed probe batch
 (summarised as distances to the full model) and the weight each head puts on each named key.
 It also trains a two-layer model per seed and records how silencing each first-layer head
-moves the maps of the other heads of its layer and of the next layer. Run from the
-repository root (a few minutes on 2 cores)::
+moves the maps of the other heads of its layer and of the next layer.
 
-    .venv/bin/python scripts/ch3_coupling.py
+At :data:`CONFIG`'s 400 steps the models are still learning (75-92 % held out), so part of
+what removing a head changes could be the speed of learning, not what is learned. The
+``converged`` part (:func:`run_converged`) repeats the full, nudged and head-removed runs with
+:data:`CONVERGED`, five times as many steps, after which every run sits at its ceiling:
+the same comparison at matched accuracy. Run from the repository root (a few minutes
+per part on 2 cores)::
+
+    .venv/bin/python scripts/ch3_coupling.py [--only short|converged]
 
 It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
 compares a retrained seed (:func:`live_run`) with the file, for the chapter and
-``tests/test_committed_results.py``.
+``tests/test_committed_results.py``; :func:`converged_checks` retrains the first
+:data:`PREFIX_STEPS` steps of two converged runs with their whole schedule.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from mha_lib.experiments.coupling import (
 )
 from mha_lib.experiments.reproduce import (
     Check,
+    kept_parts,
+    load_results,
     parse_args,
     provenance,
     rounded,
@@ -53,6 +62,12 @@ CONFIG = Config(
     task="associative_recall", task_args=TASK, d_model=32, num_heads=4, steps=400, eval_every=50
 )
 DEEP = replace(CONFIG, num_layers=2)
+# Trained to its ceiling: every run of the converged part ends at matched accuracy.
+CONVERGED = replace(CONFIG, steps=2000)
+PARTS = ("short", "converged")
+# The converged runs a page retrains (seed 0, full and without head 0), for this many steps
+# with the whole run's schedule.
+PREFIX_STEPS = 200
 SEEDS = (0, 1, 2, 3, 4)
 PROBE_SEED, PROBE_SIZE = 999, 512
 NUDGE = 1e-6  # relative change of every initial weight in the rounding-floor run
@@ -127,6 +142,80 @@ def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
             ],  # (H_removed, L, H)
         }
     return record, full_maps
+
+
+def _curve(result: object) -> dict[str, list]:
+    return {k: getattr(result, k) for k in ("steps", "eval_accuracy", "eval_loss")}
+
+
+def run_converged(seed: int) -> tuple[dict[str, object], torch.Tensor]:
+    """One seed trained to convergence (:data:`CONVERGED`): full, nudged and every head
+    removed, each with its learning curve; also the full model's query maps."""
+    task = make_task(CONVERGED.task, **CONVERGED.task_args)
+    inputs = probe()
+    with threads(1):
+        full, full_result = train_without(CONVERGED, seed)
+        full_maps = query_maps(full, task, inputs)
+        nudged, nudged_result = _nudged(CONVERGED, seed)
+        record: dict[str, object] = {
+            "seed": seed,
+            "config": CONVERGED.to_dict(),
+            "full": {
+                "accuracy": full_result.final_accuracy,
+                **_curve(full_result),
+                "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
+            },
+            "nudged": {
+                "accuracy": nudged_result.final_accuracy,
+                "distance": map_distance(full_maps, query_maps(nudged, task, inputs))[0].tolist(),
+            },
+        }
+        removed = []
+        for head in range(CONVERGED.num_heads):
+            model, result = train_without(CONVERGED, seed, {0: [head]})
+            removed.append(
+                {
+                    "head": head,
+                    "accuracy": result.final_accuracy,
+                    **_curve(result),
+                    "distance": rounded(
+                        map_distance(full_maps, query_maps(model, task, inputs))[0].tolist()
+                    ),
+                    "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
+                }
+            )
+        record["removed"] = removed
+    return record, full_maps
+
+
+def converged_checks(data: dict, seed: int = 0) -> list[Check]:
+    """The first :data:`PREFIX_STEPS` steps of the converged runs of ``seed`` (whole model,
+    and without head 0) retrained now with their whole schedule, against the file's curves:
+    cheap enough for the page."""
+    record = next(r for r in data["converged"] if r["seed"] == seed)
+    if record["config"] != CONVERGED.to_dict():
+        raise ValueError("the converged part was made with another configuration")
+    checks = []
+    for label, removed, stored in (
+        ("whole model", None, record["full"]),
+        ("without head 0", {0: [0]}, record["removed"][0]),
+    ):
+        with threads(1):
+            _, result = train_without(CONVERGED, seed, removed, stop_after=PREFIX_STEPS)
+        shown = len(result.steps)
+        name = f"converged run, seed {seed}, {label}, first {PREFIX_STEPS} steps"
+        checks.append(Check(f"{name}: steps evaluated", result.steps, stored["steps"][:shown], 0))
+        checks += [
+            Check(f"{name}: {what} at every evaluation", getattr(result, key),
+                  stored[key][:shown], TOLERANCE)
+            for key, what in (("eval_loss", "loss"), ("eval_accuracy", "accuracy"))
+        ]  # fmt: skip
+    return checks
+
+
+def steps_to(steps: list[int], accuracy: list[float], level: float) -> int | None:
+    """The first evaluated step at which ``accuracy`` reaches ``level`` (None: never)."""
+    return next((s for s, a in zip(steps, accuracy, strict=True) if a >= level), None)
 
 
 def seed_baseline(maps: dict[int, torch.Tensor]) -> list[dict[str, object]]:
@@ -231,14 +320,30 @@ def live_run(seed: int = 0) -> dict[str, object]:
         }
 
 
+# The file's parts that each part of the command line writes.
+_WRITES = {"short": ("runs", "seed_baseline"), "converged": ("converged", "converged_baseline")}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(__doc__, NAME, argv=argv)
+    args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     made = provenance(threads=1)  # every run trains on one thread
-    done = [result for _, result in sorted(run_jobs(run, SEEDS, args.processes))]
-    runs = [record for record, _ in done]
-    baseline = seed_baseline({r["seed"]: maps for r, maps in done})
-    save_results(
-        args.out, {"runs": runs, "seed_baseline": baseline}, {"runs": made, "seed_baseline": made}
-    )
-    for r in runs:
-        print(r["seed"], r["full"]["accuracy"], [g["accuracy"] for g in r["removed"]])
+    only = tuple(args.only or PARTS)
+    parts: dict[str, object] = {}
+    provs: dict[str, dict[str, object]] = {}
+    keep = [name for part in PARTS if part not in only for name in _WRITES[part]]
+    if keep:
+        parts, provs, lines = kept_parts(load_results(args.out), keep)
+        print("\n".join(lines))
+    for part, runner in (("short", run), ("converged", run_converged)):
+        if part not in only:
+            continue
+        done = [result for _, result in sorted(run_jobs(runner, SEEDS, args.processes))]
+        runs = [record for record, _ in done]
+        records, baseline = _WRITES[part]
+        parts[records] = runs
+        parts[baseline] = seed_baseline({r["seed"]: maps for r, maps in done})
+        provs[records] = provs[baseline] = made
+        for r in runs:
+            print(part, r["seed"], r["full"]["accuracy"], [g["accuracy"] for g in r["removed"]])
+    order = [name for part in PARTS for name in _WRITES[part] if name in parts]
+    save_results(args.out, {n: parts[n] for n in order}, provs)
