@@ -11,6 +11,11 @@ seeded and uses one thread, so the numbers are bit-identical on the same CPU and
 torch build; on another CPU the last bits differ. The chapter (the ``live``
 entries) and ``tests/test_committed_results.py`` (the ``check`` entry) retrain short runs
 through :func:`run_one` and compare within :data:`TOLERANCE`.
+
+The ``lr`` part asks whether one head is slower rather than weaker: pair recall with one head
+and with four, each at the learning rates :data:`LR_GRID` besides the sweep's own (the
+``pair`` runs of the same seeds), for the sweep's full schedule. Rerun it alone with
+``--only lr`` (about 20 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from mha_lib.experiments.reproduce import (
 from mha_lib.experiments.training import Config, make_task, run_experiment
 
 NAME = "ch4_sweep.json"
-PARTS = ("pair", "recall", "live", "check")
+PARTS = ("pair", "recall", "live", "check", "lr")
 HEADS = (1, 2, 4, 8, 16, 32)
 SEEDS = (0, 1, 2, 3, 4)
 RECALL_HEADS = (1, 4, 16, 32)
@@ -58,6 +63,11 @@ CHECK = Config(task="pair_recall", task_args=PAIR_TASK, d_model=32, steps=20, ev
 # AVX2, none) the largest difference was below 1e-6, the file's six decimals included; a
 # real change of the code or the data moves these numbers by far more than 1e-3.
 TOLERANCE = 1e-3
+# The learning rates tried besides PAIR.lr, per head count, on LR_SEEDS (the ``lr`` part). The
+# four-head runs are at their ceiling at PAIR.lr; one more rate says whether they get there
+# sooner.
+LR_GRID = {1: (1e-3, 1e-2, 3e-2), 4: (1e-2,)}
+LR_SEEDS = (0, 1, 2)
 # A page that shows the sweep itself retrains the start of two of its runs (h = 1 and 8,
 # seed 0) with the whole run's schedule: every evaluation up to PREFIX_STEPS must match.
 PREFIX_STEPS = 400
@@ -122,25 +132,37 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 
 
 def prefix_checks(
-    data: dict, part: str = "pair", sample: Sequence[tuple[int, int]] = PREFIX_SAMPLE
+    data: dict,
+    part: str = "pair",
+    sample: Sequence[tuple[int, int]] = PREFIX_SAMPLE,
+    *,
+    lr: float | None = None,
 ) -> list[Check]:
     """The first :data:`PREFIX_STEPS` steps of committed runs of ``part`` (``(h, seed)`` in
-    ``sample``) retrained now, with the full run's schedule: every evaluation up to there,
-    loss and accuracy, against the file. Cheap enough for every page that shows the sweep."""
+    ``sample``; with ``lr``, the run at that learning rate) retrained now, with the full run's
+    schedule: every evaluation up to there, loss and accuracy, against the file. Cheap enough
+    for every page that shows the sweep."""
     checks = []
     for num_heads, seed in sample:
         record = next(
-            (r for r in data[part] if (r["config"]["num_heads"], r["seed"]) == (num_heads, seed)),
+            (
+                r
+                for r in data[part]
+                if (r["config"]["num_heads"], r["seed"]) == (num_heads, seed)
+                and (lr is None or r["config"]["lr"] == lr)
+            ),
             None,
         )
         if record is None:
-            raise ValueError(f"{part!r} holds no run with h = {num_heads}, seed {seed}")
+            raise ValueError(f"{part!r} holds no run with h = {num_heads}, seed {seed}, lr {lr}")
         with threads(1):
             _, result = run_experiment(
                 Config(**record["config"]), seed, progress=False, stop_after=PREFIX_STEPS
             )
         shown = len(result.steps)
         name = f"{record['config']['task']}, h = {num_heads}, seed {seed}"
+        if lr is not None:
+            name += f", lr {lr:g}"
         name += f", first {PREFIX_STEPS} steps"
         checks.append(
             Check(f"{name}: steps evaluated", result.steps, record["result"]["steps"][:shown], 0)
@@ -158,7 +180,7 @@ def _job(item: tuple[str, tuple[Config, int]]) -> tuple[str, dict[str, object]]:
     start = time.perf_counter()
     record = run_one(config, seed)
     print(
-        f"{config.task} h={config.num_heads} seed={seed}: "
+        f"{config.task} h={config.num_heads} lr={config.lr:g} seed={seed}: "
         f"acc={record['result']['final_accuracy']:.3f} ({time.perf_counter() - start:.0f} s)",
         flush=True,
     )
@@ -168,7 +190,7 @@ def _job(item: tuple[str, tuple[Config, int]]) -> tuple[str, dict[str, object]]:
 def _sorted(out: dict[str, object]) -> dict[str, object]:
     """Records in a fixed order (by head count, then seed), whatever order they finished in."""
     return {
-        name: sorted(group, key=lambda r: (r["config"]["num_heads"], r["seed"]))
+        name: sorted(group, key=lambda r: (r["config"]["num_heads"], r["config"]["lr"], r["seed"]))
         if isinstance(group, list)
         else group
         for name, group in out.items()
@@ -182,6 +204,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "recall": [(with_heads(RECALL, h), s) for h in RECALL_HEADS for s in RECALL_SEEDS],
         "live": [(with_heads(LIVE, h), 0) for h in (1, 4)],
         "check": [(with_heads(CHECK, 2), 0)],
+        "lr": [
+            (Config(**{**with_heads(PAIR, h).to_dict(), "lr": lr}), s)
+            for h, rates in LR_GRID.items()
+            for lr in rates
+            for s in LR_SEEDS
+        ],
     }
     out, provs, jobs = start_parts(args.out, jobs, args.only)
     flat = [(name, job) for name, group in jobs.items() for job in group]
