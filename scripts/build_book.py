@@ -93,6 +93,11 @@ def build(path_output: Path = REPO) -> tuple[float, float]:
 def gettext_build(out: Path) -> Path:
     """Extract the book's messages into .pot files under ``out``; returns their folder."""
     config = book_config(REPO / "_build" / ".jupyter_cache")
+    # A figure's words are in its translatable copy (mha_lib.book.show), which the Chinese
+    # build shows: read that one here too, and the PNG only where there is no copy.
+    config["sphinx"]["config"]["nb_mime_priority_overrides"] = [
+        ["gettext", "text/markdown", 5], ["gettext", "text/html", 10]
+    ]
     _jupyter_book(
         "--config", str(_write_config(config, out / "_config.yml")),
         "--path-output", str(out), "--builder", "custom", "--custom-builder", "gettext", *STRICT,

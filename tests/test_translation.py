@@ -256,3 +256,72 @@ def test_one_term_per_concept_the_glossarys() -> None:
 def test_the_typography_patterns_on_hand_checked_cases(text: str, flagged: bool) -> None:
     hit = bool(_SPACE_BEFORE_PERCENT.search(text) or _AMBIGUOUS_TIMES.search(text))
     assert hit == flagged
+
+
+def test_a_figure_carries_a_translatable_copy_and_the_english_output_is_unchanged() -> None:
+    import base64
+    import html as html_lib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from translated_outputs import figure_words
+
+    from mha_lib.book import show
+
+    InteractiveShell.instance()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2, 3], [1, 4, 9], label="sampled variance")
+    ax.set(xlabel=r"key width $d_k$", ylabel="mean largest weight", title="head 3")
+    ax.legend()
+    with capture_output() as captured:
+        show(fig, alt="three points")
+    (output,) = captured.outputs
+    english = output.data["text/html"]
+    assert english.startswith('<img src="data:image/png;base64,')  # as before: one PNG
+    assert english.endswith('alt="three points" data-min-text-px="' + english.split('px="')[1])
+    copy = output.data["text/markdown"]
+    assert copy.endswith(english.split('"', 2)[2] + "</div>")  # the same alt and text size
+    svg = base64.b64decode(copy.split("base64,")[1].split('"')[0]).decode()
+    words = figure_words(svg)
+    assert words == ["key width d_k", "mean largest weight", "head 3", "sampled variance"]
+    catalogue = {"key width d_k": "键宽度 d_k", "head {0}": "头 {0}", "three points": "三个点"}
+    zh = translate_html(copy, catalogue)
+    zh_svg = base64.b64decode(zh.split("base64,")[1].split('"')[0]).decode()
+    assert figure_words(zh_svg) == ["mean largest weight", "sampled variance"]  # the rest: 中文
+    assert ">键宽度 d_k</text>" in zh_svg and ">头 3</text>" in zh_svg
+    assert "WenQuanYi Zen Hei" in zh_svg and 'alt="三个点"' in zh
+    assert translate_html(copy, {}) == copy
+    assert html_lib.unescape("&lt;") == "<"  # (the SVG's text is XML-escaped both ways)
+
+
+@pytest.mark.parametrize(
+    ("label", "plain"),
+    [
+        (r"$1/\sqrt{d_k}$ (default)", "1/√d_k (default)"),
+        (r"sampled $q\cdot k/\sqrt{d_k}$", "sampled q·k/√d_k"),
+        (r"$\|\partial p/\partial s\|_F$ per query", "‖∂p/∂s‖_F per query"),
+        (r"$W_{qk}$ scale (× Xavier)", "W_qk scale (× Xavier)"),
+        ("no maths", "no maths"),
+    ],
+)
+def test_maths_in_a_label_is_spelt_as_plain_text_for_the_translatable_copy(
+    label: str, plain: str
+) -> None:
+    from mha_lib.book.figures import maths_as_text
+
+    assert maths_as_text(label) == plain
+
+
+def test_the_figure_copy_reports_its_width_in_pixels_for_small_screens() -> None:
+    import base64
+
+    from small_screens import png_width
+
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="446px" height="315px" viewBox="0 0 3 2">'
+    src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    assert png_width(src) == 446
+    assert png_width("data:image/svg+xml;base64," + base64.b64encode(b"<svg>").decode()) is None

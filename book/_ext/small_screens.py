@@ -99,7 +99,15 @@ def stack_table(table: str) -> str:
 
 
 def png_width(src: str) -> int | None:
-    """The pixel width of a ``data:image/png;base64,`` image (its IHDR chunk), else None."""
+    """The pixel width of a ``data:image/png;base64,`` image (its IHDR chunk), else None.
+
+    The SVG copy of a figure in the Chinese edition (mha_lib.book.show) gives its width in
+    pixels too: the PNG's."""
+    svg = "data:image/svg+xml;base64,"
+    if src.startswith(svg):
+        text = base64.b64decode(src[len(svg) :]).decode()
+        root = re.search(r'<svg\b[^>]*\swidth="(\d+)px"', text)
+        return int(root.group(1)) if root else None
     prefix = "data:image/png;base64,"
     if not src.startswith(prefix):
         return None

@@ -5,9 +5,11 @@ text of the page. Glued values are numbers and names only (tests/test_book.py fa
 string with English words that is not a listed name): every sentence around them is written in
 the page, so the catalogues translate it like any other paragraph. Two outputs of code still
 carry words, because they are written by the code that draws or tabulates, not by the prose:
-the alt text that ``mha_lib.book.show`` writes on each figure, and the ``aria-label`` and the
-column headers (``<th>``) that ``mha_lib.book.html_table`` puts on each table. This extension
-gives those to the page's catalogue, with every number replaced by a placeholder:
+the alt text that ``mha_lib.book.show`` writes on each figure, the words drawn in the figure
+(titles, axes, legends: the text elements of the SVG copy that ``show`` adds for this build),
+and the ``aria-label`` and the column headers (``<th>``) that ``mha_lib.book.html_table`` puts
+on each table. This extension gives those to the page's catalogue, with every number replaced
+by a placeholder:
 
 - under the gettext builder it adds "Log-log plot ... from {0} to {1}" to the page's messages;
 - in a translated build it looks the template up in the page's catalogue and puts the numbers
@@ -54,6 +56,14 @@ _IDENTIFIER = re.compile(r"^\S*[/_]\S*$")
 _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
 _HEADER = re.compile(r"(<th\b[^>]*>)([^<]*)(</th>)")
 _WORDED = (_ALT, _HEADER)
+# A figure's words: the text elements of the SVG copy of a figure (mha_lib.book.show).
+_SVG = re.compile(r'(src="data:image/svg\+xml;base64,)([^"]*)(")')
+_SVG_TEXT = re.compile(r"(<text\b[^>]*>)([^<]+)(</text>)")
+# Fonts that carry Chinese, before the generic family that ends matplotlib's list.
+_CJK_FONTS = (
+    "'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', 'Hiragino Sans GB', "
+    "'Microsoft YaHei', 'WenQuanYi Zen Hei', sans-serif"
+)
 
 
 def template(text: str) -> tuple[str, list[str]]:
@@ -82,14 +92,44 @@ def _worth_translating(text: str) -> bool:
     return bool(_WORDS.search(text)) and not _IDENTIFIER.match(text.strip())
 
 
+def _svg(data: str) -> str:
+    import base64
+
+    return base64.b64decode(data).decode("utf-8")
+
+
+def figure_words(svg: str) -> list[str]:
+    """The words drawn in a figure (its SVG text elements worth translating), in order."""
+    found = (html.unescape(m.group(2)) for m in _SVG_TEXT.finditer(svg))
+    return [text for text in found if _worth_translating(text)]
+
+
+def translate_svg(svg: str, catalogue: dict[str, str]) -> str:
+    """The SVG with each translated text element in Chinese, in a font that has it."""
+
+    def one(match: re.Match[str]) -> str:
+        text = html.unescape(match.group(2))
+        translated = translate(text, catalogue)
+        if translated == text:
+            return match.group(0)
+        tag = match.group(1).replace("sans-serif", _CJK_FONTS, 1)
+        return tag + html.escape(translated, quote=False) + match.group(3)
+
+    return _SVG_TEXT.sub(one, svg)
+
+
 def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
     for node in doctree.findall(nodes.raw):
         if "html" in node.get("format", "").split():
+            source = node.astext()
             for pattern in _WORDED:
-                for match in pattern.finditer(node.astext()):
+                for match in pattern.finditer(source):
                     alt = html.unescape(match.group(2))
                     if _worth_translating(alt):
                         yield node, alt
+            for match in _SVG.finditer(source):
+                for words in figure_words(_svg(match.group(2))):
+                    yield node, words
 
 
 def messages(doctree: nodes.Node) -> list[str]:
@@ -138,7 +178,17 @@ def translate(text: str, catalogue: dict[str, str]) -> str:
 
 
 def translate_html(source: str, catalogue: dict[str, str]) -> str:
-    """An output's HTML with its alt texts, table labels and column headers translated."""
+    """An output's HTML with its alt texts, table labels, headers and figure words translated."""
+    import base64
+
+    def figure(match: re.Match[str]) -> str:
+        svg = _svg(match.group(2))
+        translated = translate_svg(svg, catalogue)
+        if translated == svg:
+            return match.group(0)
+        return match.group(1) + base64.b64encode(translated.encode()).decode() + match.group(3)
+
+    source = _SVG.sub(figure, source)
     for pattern in _WORDED:
         source = pattern.sub(
             lambda m: m.group(1)

@@ -3,6 +3,13 @@
 A plain figure output carries no alt text, and a figure scaled to the column can shrink its
 text below what a reader can read; :func:`show` writes both facts into the page, and the
 site test checks them.
+
+The same execution also feeds the Chinese edition: :func:`show` adds to the output a second
+copy of the figure, an SVG whose words are text elements (``text/markdown``, which Jupyter
+and the English site never show; book/zh.yml ranks it first). The Chinese build translates
+those words from the page's catalogue, as it translates alt texts and table headers
+(book/_ext/translated_outputs.py), so a figure's titles, axes and legends read in Chinese
+without running anything again.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import base64
 import html
 import io
 import math
+import re
+import struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,6 +53,49 @@ def smallest_text_px(fig: Figure) -> float:
     return min(sizes) * dpi / 72 if sizes else math.inf
 
 
+# Maths in a label, spelt as plain text for the translatable copy: a label's words must be
+# one text element, and matplotlib draws mathtext glyph by glyph.
+_MATHS_AS_TEXT = (
+    (r"\\sqrt\{([^{}]*)\}", r"√\1"), (r"\\sqrt", "√"), (r"\\cdot ?", "·"), (r"\\times", "×"),
+    (r"\\\|", "‖"), (r"\\partial ?", "∂"), (r"\\log", "log"), (r"\\ln", "ln"),
+    (r"\\(?:mathrm|text|mathdefault)\{([^{}]*)\}", r"\1"), (r"\\top", "ᵀ"),
+    (r"\\alpha", "α"), (r"\\beta", "β"), (r"\\sigma", "σ"), (r"\\xi", "ξ"), (r"\\ell", "ℓ"),
+    (r"\\,|\\;|\\!", " "), (r"([_^])\{([^{}]*)\}", r"\1\2"), (r"[{}$\\]", ""),
+)
+_WORD = re.compile(r"\b[a-z]{3,}\b")
+
+
+def maths_as_text(label: str) -> str:
+    """A mathtext label as plain text: ``"key width $d_k$"`` becomes ``"key width d_k"``."""
+    if "$" not in label:
+        return label
+    for pattern, plain in _MATHS_AS_TEXT:
+        label = re.sub(pattern, plain, label)
+    return label
+
+
+def _translatable_svg(fig: Figure, width_px: int, height_px: int) -> str:
+    """The figure as SVG with its worded labels as text elements, sized as the PNG."""
+    import matplotlib as mpl
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        label = text.get_text()
+        if "$" in label and _WORD.search(label):
+            text.set_text(maths_as_text(label))
+    buffer = io.StringIO()
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mha"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    svg = buffer.getvalue()
+    # Shown at the PNG's size (its pixels), so that both editions draw the figure alike.
+    return re.sub(
+        r'<svg([^>]*?) width="[^"]*" height="[^"]*"',
+        rf'<svg\1 width="{width_px}px" height="{height_px}px"',
+        svg,
+        count=1,
+    )
+
+
 def show(fig: Figure, alt: str) -> None:
     """Display a matplotlib figure as an image with alt text, then close it.
 
@@ -52,21 +104,30 @@ def show(fig: Figure, alt: str) -> None:
     and the static site alike. The image carries the pixel height of its smallest
     text (``data-min-text-px``) so that the site test can check it stays readable.
     """
-    from IPython.display import HTML, display
+    from IPython.display import display
 
     if not alt.strip():
         raise ValueError("alt must describe the figure for readers who cannot see it")
     min_px = smallest_text_px(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", bbox_inches="tight")
+    png = buffer.getvalue()
+    width_px, height_px = struct.unpack(">II", png[16:24])  # the PNG's IHDR chunk
+    svg = _translatable_svg(fig, width_px, height_px)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
     size = f' data-min-text-px="{min_px:.2f}"' if math.isfinite(min_px) else ""
+    tail = f' alt="{html.escape(alt)}"{size} style="max-width:100%;height:auto">'
+    data = base64.b64encode(png).decode("ascii")
+    words = base64.b64encode(svg.encode()).decode("ascii")
     display(
-        HTML(
-            f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"{size} '
-            'style="max-width:100%;height:auto">'
-        )
+        {
+            "text/html": f'<img src="data:image/png;base64,{data}"' + tail,
+            # For the Chinese edition only (see the module): one raw HTML block.
+            "text/markdown": f'<div class="mha-figure"><img src="data:image/svg+xml;base64,'
+            f'{words}"' + tail + "</div>",
+            "text/plain": "<IPython.core.display.HTML object>",
+        },
+        raw=True,
     )
