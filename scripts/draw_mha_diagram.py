@@ -2,6 +2,10 @@
 
     .venv/bin/python scripts/draw_mha_diagram.py          # writes book/figures/mha_layer_*.svg
 
+It draws the Chinese edition's copies too, ``mha_layer_<theme>.zh_CN.svg``, with the same
+shapes and the words from ``ZH`` below: Sphinx shows a ``<name>.<language><ext>`` image in
+place of ``<name><ext>`` in a translated build (its ``figure_language_filename``).
+
 The picture is drawn by code so that it stays consistent with the text (one colour per head,
 the shapes of every tensor); `tests/test_diagram.py` checks that the committed files are what
 this script writes. Pages show the light file in the light theme and the dark file in the dark
@@ -34,6 +38,30 @@ THEMES = {  # per theme: text, secondary text, box fill, lines, and heads 1, 2 a
     },
 }
 _SUB = re.compile(r"_\{([^}]*)\}")
+# The diagram's words in the Chinese edition (symbols and formulas stay as they are).
+ZH = {
+    "input": "输入",
+    "one projection each; their": "Q、K、V 各一个投影，",
+    "columns are cut into h slices": "其列切成 h 片",
+    "head 1": "头 1",
+    "head 2": "头 2",
+    "head h": "头 h",
+    "every head attends over all T tokens,": "每个头都关注全部 T 个词元，",
+    "each with its own d_{head} = d_{model} / h features": (
+        "各用自己的 d_{head} = d_{model} / h 个特征"
+    ),
+    "h heads in parallel: h maps of T × T weights,": "h 个头并行：h 张 T × T 的权重图，",
+    "each head's output T × d_{head}": "每个头输出 T × d_{head}",
+    "concat": "拼接",
+    "mix": "混合",
+    "output": "输出",
+    "W_{o} mixes the heads: every": "W_{o} 混合各个头：",
+    "output feature reads all of them": "每个输出特征都读取全部头",
+}
+LANGUAGES = {"": {}, ".zh_CN": ZH}  # file suffix: words
+FONTS = {"": "DejaVu Sans, Helvetica, Arial, sans-serif",
+         ".zh_CN": "DejaVu Sans, Noto Sans CJK SC, Source Han Sans SC, PingFang SC, "
+                   "Microsoft YaHei, WenQuanYi Zen Hei, sans-serif"}
 
 
 def _markup(s: str) -> str:
@@ -46,8 +74,10 @@ def _markup(s: str) -> str:
 class Canvas:
     """A few SVG primitives in one theme."""
 
-    def __init__(self, theme: dict) -> None:
+    def __init__(self, theme: dict, words: dict[str, str] | None = None) -> None:
         self.t = theme
+        self.words = words or {}
+        self.fonts = FONTS[".zh_CN" if words else ""]
         self.heads: tuple[str, str, str] = theme["heads"]
         self.parts: list[str] = []
 
@@ -62,6 +92,7 @@ class Canvas:
         weight: str = "normal",
         italic: bool = False,
     ) -> None:
+        s = self.words.get(s, s)
         style = ' font-style="italic"' if italic else ""
         self.parts.append(
             f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}" '
@@ -114,14 +145,14 @@ class Canvas:
         body = "\n".join(self.parts)
         return (
             f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-            f'width="{WIDTH}" height="{HEIGHT}" font-family="DejaVu Sans, Helvetica, Arial, '
-            f'sans-serif" role="img">\n<defs>{markers}</defs>\n{body}\n</svg>\n'
+            f'width="{WIDTH}" height="{HEIGHT}" font-family="{self.fonts}" '
+            f'role="img">\n<defs>{markers}</defs>\n{body}\n</svg>\n'
         )
 
 
-def draw(theme_name: str) -> str:
+def draw(theme_name: str, words: dict[str, str] | None = None) -> str:
     """The whole layer: input, projections, heads side by side, concatenation, output."""
-    c = Canvas(THEMES[theme_name])
+    c = Canvas(THEMES[theme_name], words)
     muted = c.t["muted"]
     # input: features not yet divided among heads
     c.box(20, 185, 80, 60)
@@ -187,7 +218,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for name in THEMES:
-        (args.out / f"mha_layer_{name}.svg").write_text(draw(name))
+        for suffix, words in LANGUAGES.items():
+            (args.out / f"mha_layer_{name}{suffix}.svg").write_text(draw(name, words))
 
 
 if __name__ == "__main__":

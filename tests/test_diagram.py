@@ -14,7 +14,7 @@ def test_committed_svgs_are_the_scripts_output(tmp_path):
         [sys.executable, str(REPO / "scripts" / "draw_mha_diagram.py"), "--out", str(tmp_path)],
         check=True,
     )
-    for theme in ("light", "dark"):
+    for theme in ("light", "dark", "light.zh_CN", "dark.zh_CN"):
         drawn = (tmp_path / f"mha_layer_{theme}.svg").read_text()
         committed = (FIGURES / f"mha_layer_{theme}.svg").read_text()
         assert drawn == committed, f"rerun scripts/draw_mha_diagram.py ({theme} differs)"
@@ -44,3 +44,23 @@ def test_the_diagram_names_every_stage_and_the_themes_differ():
     light = (FIGURES / "mha_layer_light.svg").read_text()
     dark = (FIGURES / "mha_layer_dark.svg").read_text()
     assert light != dark and "#e6edf3" in dark and "#1f2328" in light  # text colours per theme
+
+
+def test_the_chinese_diagram_has_the_same_shapes_and_no_english_words():
+    """Sphinx shows mha_layer_<theme>.zh_CN.svg in the Chinese build (figure_language_filename)."""
+    import re
+
+    for theme in ("light", "dark"):
+        english = ElementTree.parse(FIGURES / f"mha_layer_{theme}.svg").getroot()
+        chinese = ElementTree.parse(FIGURES / f"mha_layer_{theme}.zh_CN.svg").getroot()
+        shapes = ("rect", "line", "path")
+        for shape in shapes:
+            tag = "{http://www.w3.org/2000/svg}" + shape
+            assert [e.attrib for e in english.iter(tag)] == [e.attrib for e in chinese.iter(tag)]
+        words = " ".join("".join(t.itertext()) for t in chinese.iter(
+            "{http://www.w3.org/2000/svg}text"))
+        for stage in ("输入", "头 1", "头 h", "softmax", "拼接", "混合", "输出", "全部 T 个词元"):
+            assert stage in words, f"the Chinese diagram lost {stage!r}"
+        # Left in English: only the formulas' names (softmax) and symbols.
+        assert set(re.findall(r"[A-Za-z]{3,}", words)) <= {"softmax", "dhead", "dmodel"}  # d_{head}
+        assert "WenQuanYi Zen Hei" in chinese.get("font-family")
