@@ -37,6 +37,7 @@ from mha_lib.experiments.toy_transformer import ToyTransformer  # noqa: E402
 
 HEADS, D_MODEL, LAYERS, BATCH, VOCAB = 8, 256, 4, 4, 64
 KV_HEADS = (8, 4, 2, 1)
+PREFILL_CHUNK = 256
 
 
 def build(kv: int, max_len: int) -> ToyTransformer:
@@ -51,7 +52,8 @@ def per_token_seconds(model: ToyTransformer, context: int, new: int) -> float:
     g = torch.Generator().manual_seed(context)
     prompt = torch.randint(0, VOCAB, (BATCH, context), generator=g)
     cache = new_cache(model, BATCH, context + new)
-    logits = forward_cached(model, prompt, cache)
+    for start in range(0, context, PREFILL_CHUNK):  # chunks keep the prompt's masks small
+        logits = forward_cached(model, prompt[:, start : start + PREFILL_CHUNK], cache)
     times = []
     for _ in range(new):
         nxt = logits[:, -1:].argmax(-1)
