@@ -62,3 +62,15 @@ def test_the_seed_draws_the_resamples():
 def test_bad_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_paired_stderr_by_hand():
+    from mha_lib.analysis.bootstrap import paired_stderr
+
+    a = torch.tensor([1.0, 1.0, 0.0, 0.0])
+    b = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    # differences 0, 1, 0, 0: mean 1/4, sample sd sqrt((3/16 + 9/16) / 3) = 1/2, over sqrt(4)
+    assert paired_stderr(a, b) == pytest.approx(0.25)
+    assert paired_stderr(a, a) == 0.0  # the same answers: no noise in the difference
+    with pytest.raises(ValueError, match="same shape"):
+        paired_stderr(a, b[:3])

@@ -129,3 +129,41 @@ def test_lexical_baselines_learn_words_but_cannot_transfer_them():
     # The baselines work when words carry over (the overlap vote is the weakest) ...
     assert seen["bag of words"] > 0.9 and seen["TF-IDF"] > 0.9 and seen["word overlap"] > 0.65
     assert all(abs(v - se.CHANCE) < 0.1 for v in unseen.values())  # ... and sit at chance here
+
+
+def test_embedding_bags_average_the_input_embeddings_by_hand(tiny):
+    model, tokenizer = tiny
+    items = se.make_sense_set("eval", 3, seed=4)
+    table = model.embeddings.word_embeddings.weight.detach().double()
+    sentence = se.embedding_bags(model, tokenizer, items, words="sentence")
+    context = se.embedding_bags(model, tokenizer, items, words="context")
+    for row, it in enumerate(items):
+        pieces = tokenizer.tokenize(it.text)  # no [CLS] or [SEP]
+        ids = tokenizer.convert_tokens_to_ids(pieces)
+        torch.testing.assert_close(sentence[row], table[ids].mean(0))
+        ids = tokenizer.convert_tokens_to_ids([p for w in it.context for p in tokenizer.tokenize(w)])
+        torch.testing.assert_close(context[row], table[ids].mean(0))
+    with pytest.raises(ValueError, match="words"):
+        se.embedding_bags(model, tokenizer, items, words="target")
+
+
+def test_bag_baseline_picks_c_on_the_scoring_items_and_reads_the_two_candidates(tiny):
+    from sklearn.linear_model import LogisticRegression
+
+    model, tokenizer = tiny
+    train = se.make_sense_set("probe", 84, seed=0)
+    score = se.make_sense_set("score", 42, seed=1)
+    test = se.make_sense_set("eval", 42, seed=2)
+    out = se.bag_baseline(model, tokenizer, train, score, test, words="context", grid=(0.1, 10.0))
+    assert set(out["score"]) == {"0.1", "10.0"}
+    assert out["score"][str(out["C"])] == max(out["score"].values())
+    x = se.embedding_bags(model, tokenizer, train, words="context").numpy()
+    y = [se.DOMAIN_NAMES.index(it.domains[it.label]) for it in train]
+    ref = LogisticRegression(C=out["C"], max_iter=5000).fit(x, y)
+    proba = ref.predict_proba(se.embedding_bags(model, tokenizer, test, words="context").numpy())
+    hits = []
+    for row, it in zip(proba, test, strict=True):
+        p = [row[list(ref.classes_).index(se.DOMAIN_NAMES.index(d))] for d in it.domains]
+        hits.append(int(p[1] > p[0]) == it.label)
+    assert out["correct"].tolist() == hits
+    assert out["accuracy"] == pytest.approx(sum(hits) / len(hits))

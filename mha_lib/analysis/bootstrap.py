@@ -58,3 +58,18 @@ def bootstrap_ci(
     tail = 100 * (1 - level) / 2
     lo, hi = np.percentile(means, [tail, 100 - tail])
     return float(lo), float(hi)
+
+
+def paired_stderr(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Standard error of ``mean(a) − mean(b)`` when ``a`` and ``b`` ``(N,)`` score the same
+    items: the sample standard deviation of the per-item differences over √N. Items both runs
+    get right (or wrong) add no noise, so it is smaller than an unpaired error."""
+    check_tensor(a, "a")
+    check_tensor(b, "b")
+    if a.dim() != 1 or a.shape != b.shape or a.shape[0] < 2:
+        raise ValueError(
+            f"a and b must have the same shape (N,) with N > 1, got {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        )
+    d = a.detach().double().cpu() - b.detach().double().cpu()
+    return float(d.std(unbiased=True) / d.numel() ** 0.5)

@@ -303,3 +303,85 @@ def lexical_baselines(
         hits += votes.count(right) > votes.count(wrong)  # a tie counts as a miss
     out["word overlap"] = hits / len(test)
     return out
+
+
+# What a reader of meaning without attention gets: the probe's kind of classifier on a bag of
+# the model's own input embeddings. Bags are means of small vectors, so their classifier needs
+# a weaker penalty than the probe on hidden states: C is chosen on the scoring items.
+BAG_WORDS = ("sentence", "context")
+BAG_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+
+def embedding_bags(
+    model: nn.Module, tokenizer: object, items: Sequence[SenseItem], *, words: str = "sentence"
+) -> torch.Tensor:
+    """``(N, D)`` float64 on the CPU: the mean of the model's input word-piece embeddings over
+    the sentence (``"sentence"``: every piece but [CLS] and [SEP]) or over its three context
+    words only (``"context"``, a reader told which words matter). No position embeddings and
+    no attention: each word's meaning as the model's first layer receives it, and no more."""
+    if words not in BAG_WORDS:
+        raise ValueError(f"words must be one of {BAG_WORDS}, got {words!r}")
+    table = model.get_input_embeddings().weight.detach()  # (V, D)
+    rows = []
+    for it in items:
+        if words == "sentence":
+            text = [it.text]
+        else:
+            text = list(it.context)
+        ids = [i for t in text for i in tokenizer(t, add_special_tokens=False)["input_ids"]]
+        rows.append(table[torch.tensor(ids, device=table.device)].double().mean(0).cpu())
+    return torch.stack(rows)  # (N, D)
+
+
+def _domain_label(it: SenseItem) -> int:
+    return DOMAIN_NAMES.index(it.domains[it.label])
+
+
+def choice_correct(
+    log_p: torch.Tensor, classes: Sequence[int], items: Sequence[SenseItem]
+) -> torch.Tensor:
+    """``(N,)`` bool: whether the higher of each item's two candidate domains, in ``log_p``
+    ``(N, C)`` over ``classes``, is the right one (a tie picks the first domain)."""
+    column = {int(c): i for i, c in enumerate(classes)}
+    out = []
+    for row, it in zip(log_p, items, strict=True):
+        first, second = (float(row[column[DOMAIN_NAMES.index(d)]]) for d in it.domains)
+        out.append(int(second > first) == it.label)
+    return torch.tensor(out, dtype=torch.bool, device="cpu")
+
+
+def bag_baseline(
+    model: nn.Module,
+    tokenizer: object,
+    train: Sequence[SenseItem],
+    score: Sequence[SenseItem],
+    test: Sequence[SenseItem],
+    *,
+    words: str = "sentence",
+    grid: Sequence[float] = BAG_C_GRID,
+    C: float | None = None,
+) -> dict[str, object]:
+    """The probe's kind of classifier (multinomial logistic regression over the eight domains,
+    picking the more likely of the item's two) on :func:`embedding_bags`, trained on ``train``,
+    its C the best on ``score`` (or ``C`` if given), evaluated on ``test``: ``{"C", "score",
+    "accuracy", "correct"}`` (score accuracy per C tried, and which test items it gets right)."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = {k: embedding_bags(model, tokenizer, v, words=words).numpy()
+         for k, v in (("train", train), ("score", score), ("test", test))}  # fmt: skip
+    y = [_domain_label(it) for it in train]
+    tried: dict[str, float] = {}
+    fits = {}
+    for c in grid if C is None else (C,):
+        fits[c] = LogisticRegression(C=c, max_iter=5000).fit(x["train"], y)
+        log_p = torch.as_tensor(fits[c].predict_log_proba(x["score"]))
+        tried[str(c)] = float(choice_correct(log_p, fits[c].classes_, score).float().mean())
+    best = max(fits, key=lambda c: tried[str(c)])  # the first of equals: the stronger penalty
+    log_p = torch.as_tensor(fits[best].predict_log_proba(x["test"]))
+    correct = choice_correct(log_p, fits[best].classes_, test)
+    return {
+        "C": float(best),
+        "score": tried,
+        "accuracy": float(correct.float().mean()),
+        "correct": correct,
+    }

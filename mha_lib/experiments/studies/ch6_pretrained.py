@@ -8,7 +8,11 @@ writes ``scripts/results/ch6_pretrained.json`` on the word-sense test of
 `mha_lib.analysis.sense_eval`: the full model against its floor (every head masked) and the
 lexical baselines, Michel et al. (2019) importance on the scoring items and on resampled
 scoring items (its noise), single-head ablation with its standard error, pruning curves (by
-importance, in reverse, and in random orders) and the one-head-per-layer test.
+importance, in reverse, and in random orders) read by the probe fitted on the full model, the
+same curves read by a probe refitted after pruning at a few levels (``refit``: what information
+is left, not what the model as it was still does), the one-head-per-layer test with paired
+standard errors, and attention-free baselines that read a bag of the model's own input
+embeddings (``embedding``).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
 (commit, torch, CPU capability, threads); the script prints where each kept part came from.
 :func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
@@ -27,6 +31,7 @@ from torch import nn
 
 from mha_lib import bert, pruning
 from mha_lib.analysis import sense_eval
+from mha_lib.analysis.bootstrap import paired_stderr
 from mha_lib.experiments.reproduce import (
     Check,
     kept_parts,
@@ -47,7 +52,13 @@ RESAMPLE_SEEDS = (11, 12, 13, 14)
 PROBE_C = 1.0  # chosen on the scoring split among 0.01, 0.1, 0.3, 1 (best there)
 STEP = 6  # heads per pruning step: 1/12 of MiniLM's 72
 RANDOM_SEEDS = (0, 1, 2, 3, 4)
-PARTS = ("probe", "base", "importance", "ablation", "curves", "one_head")
+PARTS = ("probe", "base", "importance", "ablation", "curves", "one_head", "refit", "embedding")
+# Heads removed (a quarter, half, three quarters) where every curve's order is read again by a
+# probe refitted on the pruned model: same probe items, same C. A refit costs one pass over
+# the probe and evaluation items, so a few levels keep the study short and the page's one
+# live refit within its budget.
+REFIT_AT = (18, 36, 54)
+LIVE_REFIT = ("importance", 36)  # the refit the page repeats live
 # Tolerances of the live sample against the file. With the committed probe, the frozen
 # model's losses and importance scores agree across CPU kernels (AVX-512, AVX2, none) to
 # about 1e-6: 1e-3 is far above that. An accuracy may move by one item on another CPU (a
@@ -142,11 +153,71 @@ def base_part(s: Setup) -> dict[str, object]:
     }
 
 
+def pruned_mask(s: Setup, removed: Sequence[Sequence[int]]) -> torch.Tensor:
+    """``(L, H)`` head mask with the ``(layer, head)`` pairs of ``removed`` at zero (masking
+    gives the pruned model's outputs; the tests of `mha_lib.bert.prune_heads` check it)."""
+    mask = s.heads.ones()
+    for layer, head in removed:
+        mask[layer, head] = 0.0
+    return mask
+
+
+def refit_correct(s: Setup, removed: Sequence[Sequence[int]], probe_batches: list) -> torch.Tensor:
+    """``(N,)`` bool over the evaluation items: a probe refitted (same items, same C) on the
+    model with ``removed`` heads masked, read on that model."""
+    with bert.head_mask(s.model, pruned_mask(s, removed)):
+        probe = sense_eval.fit_probe(s.model, probe_batches, C=PROBE_C)
+        return sense_eval.item_correct(s.model, s.evaluation, probe)
+
+
+def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
+    """Every curve read again at :data:`REFIT_AT` by a refitted probe, beside its frozen value,
+    with the paired standard error of the change from the full model."""
+    probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
+    full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+    out = []
+    for c in curves:
+        accuracy, stderr = [], []
+        for k in REFIT_AT:
+            correct = refit_correct(s, c["order"][:k], probe_batches)
+            accuracy.append(float(correct.float().mean()))
+            stderr.append(paired_stderr(correct, full))
+            print(f"refit {c['rule']} {c['seed']} {k}: {accuracy[-1]:.4f}", flush=True)
+        frozen = [c["metric"][c["pruned"].index(k)] for k in REFIT_AT]
+        out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(REFIT_AT),
+                    "accuracy": accuracy, "paired_se": stderr, "frozen": frozen})  # fmt: skip
+    return out
+
+
+def embedding_part(s: Setup) -> dict[str, object]:
+    """The attention-free baselines: a bag of the input embeddings of the sentence, and of its
+    context words, trained on the probe's items, C chosen on the scoring items."""
+    items = {
+        split: sense_eval.make_sense_set(split, n, seed)
+        for split, n, seed in (("score", SCORE_ITEMS, SCORE_SEED), ("eval", EVAL_ITEMS, EVAL_SEED))
+    }
+    out: dict[str, object] = {"grid": list(sense_eval.BAG_C_GRID)}
+    for words in sense_eval.BAG_WORDS:
+        bag = sense_eval.bag_baseline(
+            s.model, s.tokenizer, s.probe_items, items["score"], items["eval"], words=words
+        )
+        correct = bag.pop("correct")
+        bag["interval"] = list(sense_eval.bootstrap_interval(correct))
+        out[words] = bag
+    return out
+
+
 def live_checks(
-    s: Setup, committed: dict, importance: torch.Tensor, refit_accuracy: float
+    s: Setup,
+    committed: dict,
+    importance: torch.Tensor,
+    refit_accuracy: float,
+    refit_pruned: int = 0,
 ) -> list[Check]:
     """Recompute a sample of the committed file: a probe refitted live (``refit_accuracy``,
-    its evaluation accuracy), then, with the committed probe in ``s``, accuracy and loss,
+    its evaluation accuracy, on the full model, or after pruning ``refit_pruned`` heads in the
+    importance curve's order, as :data:`LIVE_REFIT`), the attention-free baselines at their
+    committed C, then, with the committed probe in ``s``, accuracy and loss,
     the importance scores (``importance``, computed by the caller on the scoring items), the
     largest single-head ablation, and the first step of the importance pruning curve."""
     item = 1.0 / committed["base"]["items"]
@@ -161,9 +232,25 @@ def live_checks(
         plan.setdefault(lh[0], []).append(lh[1])
     step.prune(plan)
     base_loss = pruning.mean_loss(s.heads, s.score)
+    if refit_pruned:
+        refit = next(r for r in committed["refit"] if r["rule"] == "importance")
+        refit_what = f"probe refitted live, {refit_pruned} heads pruned: accuracy"
+        refit_committed = refit["accuracy"][refit["pruned"].index(refit_pruned)]
+    else:
+        refit_what = "probe refitted live: accuracy on the evaluation items"
+        refit_committed = committed["base"]["accuracy"]
+    eval_items = sense_eval.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
+    score_items = sense_eval.make_sense_set("score", SCORE_ITEMS, SCORE_SEED)
+    bags = [
+        Check(f"bag of input embeddings ({words}): accuracy", sense_eval.bag_baseline(
+            s.model, s.tokenizer, s.probe_items, score_items, eval_items, words=words,
+            C=committed["embedding"][words]["C"])["accuracy"],
+            committed["embedding"][words]["accuracy"], REFIT_TOLERANCE)
+        for words in sense_eval.BAG_WORDS
+    ] if "embedding" in committed else []
     return [
-        Check("probe refitted live: accuracy on the evaluation items", refit_accuracy,
-              committed["base"]["accuracy"], REFIT_TOLERANCE),
+        Check(refit_what, refit_accuracy, refit_committed, REFIT_TOLERANCE),
+        *bags,
         Check("full model: accuracy on the evaluation items",
               sense_eval.sense_accuracy(s.model, s.evaluation, s.probe),
               committed["base"]["accuracy"], item),
@@ -209,6 +296,7 @@ def run(args: argparse.Namespace) -> None:
             "probe_c": PROBE_C,
             "step": STEP,
             "random_seeds": list(RANDOM_SEEDS),
+            "refit_at": list(REFIT_AT),
             "chance": sense_eval.CHANCE,
         }
         save_results(args.out, result, provs)
@@ -263,13 +351,29 @@ def run(args: argparse.Namespace) -> None:
     if "one_head" in parts:
         imp = torch.tensor(result["importance"]["scores"])
         keep = imp.nan_to_num(-1.0).argmax(-1).tolist()
+        full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+        stderr = []
+        for layer, head in enumerate(keep):
+            mask = s.heads.ones()
+            mask[layer] = 0.0
+            mask[layer, head] = 1.0
+            with bert.head_mask(s.model, mask):
+                one = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+            stderr.append(paired_stderr(one, full))
         result["one_head"] = {
             "keep": keep,
             "accuracy": timed(
                 "one head", lambda: pruning.one_head_per_layer(s.heads, s.evaluation, keep)
             ),
+            "paired_se": stderr,
         }
         save("one_head")
+    if "refit" in parts:
+        result["refit"] = timed("refit", lambda: refit_part(s, result["curves"]))
+        save("refit")
+    if "embedding" in parts:
+        result["embedding"] = timed("embedding", lambda: embedding_part(s))
+        save("embedding")
 
 
 if __name__ == "__main__":
