@@ -141,7 +141,8 @@ def test_embedding_bags_average_the_input_embeddings_by_hand(tiny):
         pieces = tokenizer.tokenize(it.text)  # no [CLS] or [SEP]
         ids = tokenizer.convert_tokens_to_ids(pieces)
         torch.testing.assert_close(sentence[row], table[ids].mean(0))
-        ids = tokenizer.convert_tokens_to_ids([p for w in it.context for p in tokenizer.tokenize(w)])
+        pieces = [p for w in it.context for p in tokenizer.tokenize(w)]
+        ids = tokenizer.convert_tokens_to_ids(pieces)
         torch.testing.assert_close(context[row], table[ids].mean(0))
     with pytest.raises(ValueError, match="words"):
         se.embedding_bags(model, tokenizer, items, words="target")
