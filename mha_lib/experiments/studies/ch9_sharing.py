@@ -81,6 +81,9 @@ CHECK = Config(
 # A retrained short run against the file, in accuracy and loss: chapter 4's and 6's short
 # runs of this model agreed across CPU kernels to about 1e-6; 1e-3 leaves room.
 TOLERANCE = 1e-3
+# The sink measurement at initialisation involves no training: only rounding differs between
+# CPUs (the file keeps six decimals), so a much tighter tolerance still holds anywhere.
+SINK_TOLERANCE = 1e-5
 
 
 def variant(config: Config, **changes: object) -> Config:
@@ -216,6 +219,26 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
               a["accuracy"], b["accuracy"], TOLERANCE),
         Check("ch9 short run (2 key/value heads): loss along training",
               a["loss"], b["loss"], TOLERANCE),
+    ]  # fmt: skip
+
+
+def sink_at_init(seed: int) -> dict[str, list]:
+    """The sink measurement of :func:`run_sink` at step 0 (no training): a cheap live check."""
+    task = make_task(SINK.task, **SINK.task_args)
+    probe, _ = task.sample(SINK_SAMPLES, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET))
+    with threads(1):
+        model = build_model(SINK, task, seed)
+        first, others = first_position_mass(model.attention_maps(probe), task.num_pairs)
+    return {"first": first.tolist(), "others": others.tolist()}
+
+
+def sink_checks(live: dict, committed: dict) -> list[Check]:
+    """:func:`sink_at_init` against the file's first entry of the same seed."""
+    return [
+        Check(f"ch9 causal toy, seed {committed['seed']}: weight on position 0 at step 0",
+              sum(live["first"], []), sum(committed["first"][0], []), SINK_TOLERANCE),
+        Check(f"ch9 causal toy, seed {committed['seed']}: weight on another slot at step 0",
+              sum(live["others"], []), sum(committed["others"][0], []), SINK_TOLERANCE),
     ]  # fmt: skip
 
 
