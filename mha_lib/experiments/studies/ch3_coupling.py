@@ -14,9 +14,9 @@ moves the maps of the other heads of its layer and of the next layer.
 At :data:`CONFIG`'s 400 steps the models are still learning (75-92 % held out), so part of
 what removing a head changes could be the speed of learning, not what is learned. The
 ``converged`` part (:func:`run_converged`) repeats the full, nudged and head-removed runs with
-:data:`CONVERGED`, five times as many steps, after which every run sits at its ceiling:
-the same comparison at matched accuracy. Run from the repository root (a few minutes
-per part on 2 cores)::
+:data:`CONVERGED`, three times as many steps, on :data:`CONVERGED_SEEDS`, after which every
+run sits near its ceiling: the same comparison at matched accuracy. Run from the repository
+root (a few minutes per part on 2 quiet cores)::
 
     .venv/bin/python scripts/ch3_coupling.py [--only short|converged]
 
@@ -63,7 +63,8 @@ CONFIG = Config(
 )
 DEEP = replace(CONFIG, num_layers=2)
 # Trained to its ceiling: every run of the converged part ends at matched accuracy.
-CONVERGED = replace(CONFIG, steps=2000)
+CONVERGED = replace(CONFIG, steps=1200)
+CONVERGED_SEEDS = (0, 1, 2)
 PARTS = ("short", "converged")
 # The converged runs a page retrains (seed 0, full and without head 0), for this many steps
 # with the whole run's schedule.
@@ -237,12 +238,8 @@ def seed_baseline(maps: dict[int, torch.Tensor]) -> list[dict[str, object]]:
     return out
 
 
-def summarise(data: dict) -> dict[str, object]:
-    """What the chapter reads from the file: the distances of each comparison (one value per
-    pair of runs), accuracies, and where a removed head's keys went
-    (:func:`~mha_lib.experiments.coupling.takeover`, for every removed head that was some
-    key's best reader)."""
-    runs, baseline = data["runs"], data["seed_baseline"]
+def _compare(runs: list, baseline: list) -> dict[str, object]:
+    """Distances, accuracies and takeovers of one part's runs (see :func:`summarise`)."""
 
     def surviving(distance: list) -> list[float]:  # a removed head's entry is null
         return [d for d in distance if d is not None]
@@ -269,8 +266,36 @@ def summarise(data: dict) -> dict[str, object]:
         "accuracy_nudged": np.array([r["nudged"]["accuracy"] for r in runs]),
         "accuracy_removed": np.array([[g["accuracy"] for g in r["removed"]] for r in runs]),
         "takeover": [m for m in moves if m is not None],
+    }
+
+
+def summarise(data: dict) -> dict[str, object]:
+    """What the chapter reads from the file: the distances of each comparison (one value per
+    pair of runs), accuracies, and where a removed head's keys went
+    (:func:`~mha_lib.experiments.coupling.takeover`, for every removed head that was some
+    key's best reader)."""
+    runs = data["runs"]
+    return {
+        **_compare(runs, data["seed_baseline"]),
         "deep_ablation": np.array([r["deep"]["ablation"] for r in runs]),  # (seed, head, L, H)
         "deep_accuracy": np.array([r["deep"]["accuracy"] for r in runs]),
+    }
+
+
+def summarise_converged(data: dict, level: float = 0.95) -> dict[str, object]:
+    """:func:`summarise`'s comparisons for the runs trained to convergence, and the step at
+    which each run first reached ``level`` held out (``steps_full`` per seed,
+    ``steps_removed`` per seed and removed head; NaN: never)."""
+    runs = data["converged"]
+
+    def reached(record: dict) -> float:
+        step = steps_to(record["steps"], record["eval_accuracy"], level)
+        return float("nan") if step is None else float(step)
+
+    return {
+        **_compare(runs, data["converged_baseline"]),
+        "steps_full": np.array([reached(r["full"]) for r in runs]),
+        "steps_removed": np.array([[reached(g) for g in r["removed"]] for r in runs]),
     }
 
 
@@ -334,10 +359,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if keep:
         parts, provs, lines = kept_parts(load_results(args.out), keep)
         print("\n".join(lines))
-    for part, runner in (("short", run), ("converged", run_converged)):
+    for part, runner, seeds in (
+        ("short", run, SEEDS),
+        ("converged", run_converged, CONVERGED_SEEDS),
+    ):
         if part not in only:
             continue
-        done = [result for _, result in sorted(run_jobs(runner, SEEDS, args.processes))]
+        done = [result for _, result in sorted(run_jobs(runner, seeds, args.processes))]
         runs = [record for record, _ in done]
         records, baseline = _WRITES[part]
         parts[records] = runs
