@@ -171,3 +171,30 @@ def test_layer_contrast_and_outliers_by_hand():
 def test_bad_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_grouping_chance_matches_the_rules_draw_by_draw():
+    """Each draw equals layer_contrast + outlier_heads on the same relabelled matrix."""
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(24, 5, generator=g)
+    d = torch.cdist(x, x)  # symmetric, zero diagonal
+    chance = hs.grouping_chance(d, 4, draws=30, seed=3)
+    rng = np.random.default_rng(3)
+    for k in range(30):
+        order = torch.as_tensor(rng.permutation(24))
+        within, across = hs.layer_contrast(d[order][:, order], 4)
+        assert chance["outliers"][k] == len(hs.outlier_heads(within, 3.0))
+        assert chance["closer"][k] == int((within < across).sum())
+
+
+def test_grouping_chance_sees_real_layers_above_chance():
+    """Heads built in tight layers: every head is closer to its layer, random groups far less."""
+    g = torch.Generator().manual_seed(1)
+    centres = torch.randn(4, 3, generator=g) * 5
+    x = centres.repeat_interleave(6, 0) + 0.1 * torch.randn(24, 3, generator=g)
+    d = torch.cdist(x, x)
+    within, across = hs.layer_contrast(d, 4)
+    assert int((within < across).sum()) == 24
+    chance = hs.grouping_chance(d, 4, draws=200)
+    assert chance["closer"].max() < 24 and chance["closer"].mean() < 16

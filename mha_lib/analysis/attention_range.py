@@ -25,6 +25,12 @@ def uniform_distance(t: int) -> float:
     return (t * t - 1) / (3 * t)
 
 
+def words_only(m: torch.Tensor) -> torch.Tensor:
+    """``(..., T−2, T−2)``: the map without ``[CLS]`` (first) and ``[SEP]`` (last), rows
+    renormalised: where a head's weight goes among the words, whatever it parks."""
+    return _inner(m, True)
+
+
 def _inner(m: torch.Tensor, drop_specials: bool) -> torch.Tensor:
     check_floating(m, "maps")
     if m.dim() < 2 or m.shape[-1] != m.shape[-2]:

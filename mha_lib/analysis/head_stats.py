@@ -259,3 +259,46 @@ def outlier_heads(within: torch.Tensor, threshold: float = 3.0) -> list[tuple[in
     score = (within - median) / mad.clamp_min(1e-12)  # (L, H)
     found = (score > threshold).nonzero().tolist()
     return sorted(((int(i), int(h)) for i, h in found), key=lambda ih: -float(score[ih]))
+
+
+def grouping_chance(
+    distances: torch.Tensor,
+    num_layers: int,
+    *,
+    draws: int = 1000,
+    threshold: float = 3.0,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """What :func:`layer_contrast` and :func:`outlier_heads` find when layers mean nothing.
+
+    The ``N`` heads are dealt at random into ``num_layers`` groups of equal size, ``draws``
+    times; per draw, ``"outliers"`` is how many heads the outlier rule flags and ``"closer"``
+    how many heads are closer to their own group than to the others. A count on the real
+    layers means something only where it stands above this distribution.
+    """
+    d = torch.as_tensor(distances).double()
+    check_floating(d, "distances")
+    check_positive_int("draws", draws)
+    check_positive_int("num_layers", num_layers)
+    n = d.shape[0]
+    if d.dim() != 2 or d.shape[1] != n or n % num_layers or n // num_layers < 3:
+        raise ValueError(
+            f"distances must be (N, N) with N heads in {num_layers} groups of at least 3, "
+            f"got {tuple(d.shape)}"
+        )
+    h = n // num_layers
+    rng = np.random.default_rng(seed)
+    order = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(draws)]))  # (K, N)
+    shuffled = d[order[:, :, None], order[:, None, :]]  # (K, N, N): group g = rows g·H …
+    group = torch.arange(n) // h
+    same = group[:, None] == group[None, :]  # (N, N)
+    within = (shuffled * same).sum(-1) / (h - 1)  # (K, N); the diagonal is 0
+    across = (shuffled * ~same).sum(-1) / (n - h)
+    w = within.view(draws, num_layers, h)
+    median = w.median(dim=-1, keepdim=True).values
+    mad = (w - median).abs().median(dim=-1, keepdim=True).values * 1.4826
+    flagged = (w - median) / mad.clamp_min(1e-12) > threshold  # the rule of outlier_heads
+    return {
+        "outliers": flagged.sum((1, 2)).numpy(),
+        "closer": (within < across).sum(1).numpy(),
+    }

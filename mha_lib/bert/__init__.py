@@ -8,6 +8,7 @@ can look at heads, switch them off, and remove them.
 
 - :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model);
 - :mod:`~mha_lib.bert.maps`: :func:`attention_maps` and friends;
+- :mod:`~mha_lib.bert.norms`: :func:`norm_weighted`, what a head moves (weight × value norm);
 - :mod:`~mha_lib.bert.surgery`: :func:`head_mask`, :func:`prune_heads`, :func:`mha_from_layer`;
 - :mod:`~mha_lib.bert.views`: :func:`show_attention` (bertviz) and :func:`attention_grid`;
 - :mod:`~mha_lib.bert.positions`: :func:`without_position_embeddings`, a model without its
@@ -23,6 +24,7 @@ from mha_lib.bert._version import check_transformers
 from mha_lib.bert.lab import LabModel, lab_outputs, mean_pool
 from mha_lib.bert.loading import default_model_path, load
 from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
+from mha_lib.bert.norms import norm_weighted, transformed_values
 from mha_lib.bert.positions import without_position_embeddings
 from mha_lib.bert.surgery import head_mask, heads_per_layer, kept_heads, mha_from_layer, prune_heads
 from mha_lib.bert.views import attention_grid, show_attention
@@ -42,9 +44,11 @@ __all__ = [
     "load",
     "mean_pool",
     "mha_from_layer",
+    "norm_weighted",
     "prune_heads",
     "show_attention",
     "to_word_level",
+    "transformed_values",
     "without_position_embeddings",
     "word_groups",
 ]

@@ -8,24 +8,35 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_floating, check_positive_int
-from mha_lib.bert.loading import require_eager
+from mha_lib.bert.loading import encoder_layers, require_eager
+from mha_lib.bert.norms import norm_weighted as _norm_weighted
+from mha_lib.bert.norms import transformed_values
 from mha_lib.bert.surgery import heads_per_layer
 
 
 def attention_maps(
-    model: nn.Module, tokenizer: object, text: str | Sequence[str], *, words: bool = False
+    model: nn.Module,
+    tokenizer: object,
+    text: str | Sequence[str],
+    *,
+    words: bool = False,
+    norm_weighted: bool = False,
 ) -> tuple[list[str], torch.Tensor]:
     """Return ``(tokens, maps (L, H, T, T))`` for one sentence.
 
     ``text`` is a string, or a list of words (already split, e.g. with gold
     syntax). With ``words=True`` the maps are word-level (see
     :func:`to_word_level`) and the labels are words plus ``[CLS]``/``[SEP]``.
+    With ``norm_weighted=True`` each weight is multiplied by the norm of what its
+    key moves, rows renormalised (see :mod:`mha_lib.bert.norms`).
     """
     if isinstance(text, str):
         batch: list[str] | list[list[str]] = [text]
     else:
         batch = [_check_words(text, "text")]
-    return batch_attention_maps(model, tokenizer, batch, words=words)[0]
+    return batch_attention_maps(
+        model, tokenizer, batch, words=words, norm_weighted=norm_weighted
+    )[0]
 
 
 def batch_attention_maps(
@@ -35,12 +46,14 @@ def batch_attention_maps(
     *,
     words: bool = False,
     batch_size: int = 32,
+    norm_weighted: bool = False,
 ) -> list[tuple[list[str], torch.Tensor]]:
     """Attention maps for many sentences, padded in batches, each trimmed back to its length.
 
     Sentences are sorted by length so that a batch carries little padding;
     results come back in input order, one ``(tokens, maps (L, H, T, T))`` per
-    sentence, with no row or column for padding.
+    sentence, with no row or column for padding. ``norm_weighted=True`` gives
+    ``alpha_ij * ||f(x_j)||`` with rows renormalised (Kobayashi et al. 2020).
     """
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
         raise TypeError("texts must be a non-empty list of strings or of word lists")
@@ -69,8 +82,20 @@ def batch_attention_maps(
             return_tensors="pt",
         )
         with torch.inference_mode():
-            out = model(**enc.to(device), output_attentions=True)
-        attn = torch.stack(out.attentions, dim=1).float().cpu()  # (B, L, H, T, T)
+            out = model(
+                **enc.to(device), output_attentions=True, output_hidden_states=norm_weighted
+            )
+            attn = torch.stack(out.attentions, dim=1).float()  # (B, L, H, T, T)
+            if norm_weighted:
+                norms = torch.stack(  # (B, L, H, T): what each key moves, per head
+                    [
+                        transformed_values(layer, x).norm(dim=-1)
+                        for layer, x in zip(encoder_layers(model), out.hidden_states, strict=False)
+                    ],
+                    dim=1,
+                ).float()
+                attn = _norm_weighted(attn, norms)
+        attn = attn.cpu()
         for b, i in enumerate(chunk):
             keep = enc["attention_mask"][b].bool().nonzero().squeeze(1).cpu()  # (n,)
             maps = attn[b].index_select(-1, keep).index_select(-2, keep)  # (L, H, n, n)
