@@ -58,6 +58,7 @@ PARTS = ("probe", "base", "importance", "ablation", "curves", "one_head", "refit
 # the probe and evaluation items, so a few levels keep the study short and the page's one
 # live refit within its budget.
 REFIT_AT = (18, 36, 54)
+RANDOM_REFIT_AT = (36,)  # the random orders, refitted at half of the heads only
 LIVE_REFIT = ("importance", 36)  # the refit the page repeats live
 # Tolerances of the live sample against the file. With the committed probe, the frozen
 # model's losses and importance scores agree across CPU kernels (AVX-512, AVX2, none) to
@@ -171,20 +172,22 @@ def refit_correct(s: Setup, removed: Sequence[Sequence[int]], probe_batches: lis
 
 
 def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
-    """Every curve read again at :data:`REFIT_AT` by a refitted probe, beside its frozen value,
-    with the paired standard error of the change from the full model."""
+    """Every curve read again by a refitted probe, beside its frozen value, with the paired
+    standard error of the change from the full model: the importance and reverse orders at
+    :data:`REFIT_AT`, the random ones at :data:`RANDOM_REFIT_AT`."""
     probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
     full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
     out = []
     for c in curves:
         accuracy, stderr = [], []
-        for k in REFIT_AT:
+        levels = RANDOM_REFIT_AT if c["rule"] == "random" else REFIT_AT
+        for k in levels:
             correct = refit_correct(s, c["order"][:k], probe_batches)
             accuracy.append(float(correct.float().mean()))
             stderr.append(paired_stderr(correct, full))
             print(f"refit {c['rule']} {c['seed']} {k}: {accuracy[-1]:.4f}", flush=True)
-        frozen = [c["metric"][c["pruned"].index(k)] for k in REFIT_AT]
-        out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(REFIT_AT),
+        frozen = [c["metric"][c["pruned"].index(k)] for k in levels]
+        out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
                     "accuracy": accuracy, "paired_se": stderr, "frozen": frozen})  # fmt: skip
     return out
 
@@ -297,6 +300,7 @@ def run(args: argparse.Namespace) -> None:
             "step": STEP,
             "random_seeds": list(RANDOM_SEEDS),
             "refit_at": list(REFIT_AT),
+            "random_refit_at": list(RANDOM_REFIT_AT),
             "chance": sense_eval.CHANCE,
         }
         save_results(args.out, result, provs)
@@ -368,12 +372,12 @@ def run(args: argparse.Namespace) -> None:
             "paired_se": stderr,
         }
         save("one_head")
-    if "refit" in parts:
-        result["refit"] = timed("refit", lambda: refit_part(s, result["curves"]))
-        save("refit")
     if "embedding" in parts:
         result["embedding"] = timed("embedding", lambda: embedding_part(s))
         save("embedding")
+    if "refit" in parts:
+        result["refit"] = timed("refit", lambda: refit_part(s, result["curves"]))
+        save("refit")
 
 
 if __name__ == "__main__":
