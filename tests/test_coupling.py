@@ -121,3 +121,23 @@ def test_takeover_hand_case():
     assert out["other_before"] == out["other_after"] == pytest.approx((0.7 + 0.6) / 2)
     assert out["removed_head_weight"] == pytest.approx(0.85)
     assert takeover(full, removed, head=2) is None  # head 2 was nobody's best reader
+
+
+def test_train_without_stop_after_is_the_start_of_the_whole_run():
+    """What the chapter's converged check relies on: the first steps of a run, trained alone
+    with the whole run's schedule, are those of the whole run to the last bit."""
+    config = Config(task="associative_recall", task_args=TASK, d_model=16, num_heads=4,
+                    steps=12, eval_every=3)  # fmt: skip
+    _, whole = train_without(config, 0, {0: [1]})
+    _, start = train_without(config, 0, {0: [1]}, stop_after=6)
+    assert start.steps == [0, 3, 6] == whole.steps[:3]
+    assert start.eval_loss == whole.eval_loss[:3]
+    _, other = train_without(config, 0, stop_after=6)  # with head 1: another run
+    assert other.eval_loss[1:] != start.eval_loss[1:]
+
+
+def test_steps_to_a_level_on_a_hand_made_curve():
+    from mha_lib.experiments.studies.ch3_coupling import steps_to
+
+    assert steps_to([0, 50, 100, 150], [0.1, 0.5, 0.96, 0.99], 0.95) == 100
+    assert steps_to([0, 50], [0.1, 0.5], 0.95) is None
