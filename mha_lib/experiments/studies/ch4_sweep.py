@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from mha_lib.analysis.geometry import head_sharpness
@@ -173,6 +174,29 @@ def prefix_checks(
             for key, label in (("eval_loss", "loss"), ("eval_accuracy", "accuracy"))
         ]  # fmt: skip
     return checks
+
+
+def lr_curves(data: dict) -> dict[tuple[int, float], np.ndarray]:
+    """Held-out accuracy curves ``(seeds, evaluations)`` of the learning-rate grid by
+    ``(h, lr)``, seeds in order: the ``lr`` part, and the ``pair`` runs of the same head
+    counts and seeds at the sweep's own rate."""
+    grouped: dict[tuple[int, float], list] = {}
+    for record in data["pair"] + data["lr"]:
+        h = record["config"]["num_heads"]
+        if h in LR_GRID and record["seed"] in LR_SEEDS:
+            key = (h, record["config"]["lr"])
+            grouped.setdefault(key, []).append((record["seed"], record["result"]["eval_accuracy"]))
+    return {key: np.array([c for _, c in sorted(runs)]) for key, runs in sorted(grouped.items())}
+
+
+def plateau_step(curve: Sequence[float], steps: Sequence[int], within: float) -> int:
+    """The first evaluated step from which ``curve`` stays within ``within`` of its last
+    value: where the run settled."""
+    if len(curve) != len(steps) or not len(curve):
+        raise ValueError("curve and steps must be equally long and not empty")
+    near = np.asarray(curve) >= curve[-1] - within
+    settled = np.flatnonzero(~near)  # the last evaluation is always near
+    return int(steps[0 if not settled.size else settled[-1] + 1])
 
 
 def _job(item: tuple[str, tuple[Config, int]]) -> tuple[str, dict[str, object]]:

@@ -1,0 +1,30 @@
+"""What chapter 4 reads from the sweep's learning-rate grid, on hand-made records."""
+
+import numpy as np
+import pytest
+
+from mha_lib.experiments.studies import ch4_sweep as sweep
+
+
+def test_plateau_step_is_where_the_curve_stays_near_its_end():
+    steps = [0, 100, 200, 300, 400]
+    assert sweep.plateau_step([0.1, 0.95, 0.5, 0.96, 0.97], steps, 0.02) == 300  # dip at 200
+    assert sweep.plateau_step([0.9, 0.9, 0.9, 0.9, 0.9], steps, 0.01) == 0
+    assert sweep.plateau_step([0.1, 0.2, 0.3, 0.4, 0.9], steps, 0.01) == 400
+    with pytest.raises(ValueError, match="equally long"):
+        sweep.plateau_step([0.1], steps, 0.01)
+
+
+def _record(h, lr, seed, final):
+    return {"config": {"num_heads": h, "lr": lr}, "seed": seed,
+            "result": {"eval_accuracy": [0.0, final]}}  # fmt: skip
+
+
+def test_lr_curves_groups_the_grid_with_the_sweeps_own_runs_in_seed_order():
+    pair = [_record(1, 3e-3, s, 0.5 + s / 10) for s in (2, 0, 1, 4)]  # seed 4 is not in the grid
+    pair += [_record(32, 3e-3, 0, 0.1)]  # h = 32 is not in the grid
+    lr = [_record(1, 1e-2, s, 0.8) for s in (1, 0, 2)]
+    curves = sweep.lr_curves({"pair": pair, "lr": lr})
+    assert sorted(curves) == [(1, 3e-3), (1, 1e-2)]
+    np.testing.assert_allclose(curves[1, 3e-3][:, -1], [0.5, 0.6, 0.7])  # seeds 0, 1, 2
+    assert curves[1, 1e-2].shape == (3, 2)
