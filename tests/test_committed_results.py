@@ -26,6 +26,7 @@ from mha_lib.experiments.studies import (
     ch6_pretrained,
     ch6_toy,
     ch7_init,
+    ch9_sharing,
 )
 from mha_lib.experiments.training import Config
 
@@ -35,7 +36,15 @@ RESULTS = SCRIPTS / "results"
 
 STUDIES = {
     study.NAME.removesuffix(".json"): study
-    for study in (ch3_coupling, ch4_planted, ch4_sweep, ch6_pretrained, ch6_toy, ch7_init)
+    for study in (
+        ch3_coupling,
+        ch4_planted,
+        ch4_sweep,
+        ch6_pretrained,
+        ch6_toy,
+        ch7_init,
+        ch9_sharing,
+    )
 }
 
 
@@ -170,13 +179,14 @@ def test_ch6_pretrained_sample_reproduces():
 
     with torch.random.fork_rng():
         s = ch6.setup(probe=committed["probe"])
-        refit = sense_eval.fit_probe(
-            s.model, sense_eval.make_batches(s.tokenizer, s.probe_items), C=ch6.PROBE_C
-        )
-        refit_accuracy = sense_eval.sense_accuracy(s.model, s.evaluation, refit)
+        rule, pruned = ch6.LIVE_REFIT  # the page's refit: half of the heads by importance
+        order = next(c for c in committed["curves"] if c["rule"] == rule)["order"]
+        probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
+        refit = ch6.refit_correct(s, order[:pruned], probe_batches).float().mean()
         importance = ch6.pruning.head_importance(s.heads, s.score)
-        checks = ch6.live_checks(s, committed, importance, refit_accuracy)
+        checks = ch6.live_checks(s, committed, importance, float(refit), pruned)
     verify(checks)
+    assert any("refitted" in c.what for c in checks) and any("bag" in c.what for c in checks)
     for check in checks:
         if check.tolerance < 0.005 and check.committed != 0:
             assert not perturbed(check).holds, check.what
@@ -238,6 +248,36 @@ def test_ch3_coupling_file_covers_every_seed_and_head():
     assert len(data["seed_baseline"]) == len(study.SEEDS)
 
 
+@pytest.mark.reproduction
+def test_ch9_sharing_check_run_and_sink_reproduce():
+    study = study_module("ch9_sharing")
+    data = load_results(RESULTS / "ch9_sharing.json")
+    with torch.random.fork_rng():
+        _, result = study.run_experiment(study.CHECK, 0, progress=False)
+    live = {"result": {"accuracy": result.eval_accuracy, "loss": result.eval_loss}}
+    checks = verify(study.live_checks(live, data["check"]))
+    assert not perturbed(checks[1]).holds
+    sink = data["sink"][0]
+    checks = verify(study.sink_checks(study.sink_at_init(sink["seed"]), sink))
+    assert not perturbed(checks[0]).holds
+
+
+def test_ch9_sharing_file_covers_every_variant_and_seed():
+    study = study_module("ch9_sharing")
+    data = load_results(RESULTS / "ch9_sharing.json")
+    for task, kvs in study.KV_HEADS.items():
+        part = "pair" if task == "pair" else "equal_heads"
+        for kv in kvs:
+            seeds = sorted(
+                r["seed"]
+                for r in data[part]
+                if r["task_name"] == task and r["config"].get("num_kv_heads") == kv
+            )
+            assert seeds == list(study.SEEDS), (task, kv)
+    assert sorted(r["seed"] for r in data["uptrain"]) == list(study.SEEDS)
+    assert data["check"]["config"] == study.CHECK.to_dict()
+
+
 # One committed number per page that reads results, changed by 1 % (a path into the JSON).
 PERTURBED = {
     "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
@@ -255,6 +295,9 @@ PERTURBED = {
     "07b_initialisation_and_dead_heads": ("ch7_init.json", "runs", 0, "probe",
                                           "qk_relative_grad", 0, 0),
     "07c_one_dead_head": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
+    # Chapter 9: the short check run's last loss; the causal toy's first head at step 0.
+    "09_what_later_models_share": ("ch9_sharing.json", "check", "result", "loss", -1),
+    "09b_attention_sinks": ("ch9_sharing.json", "sink", 0, "first", 0, 0, 0),
 }  # fmt: skip
 NOTEBOOKS = RESULTS.parents[1] / "notebooks"
 
