@@ -644,6 +644,12 @@ _CHINESE_JS = f"""async englishUrl => {{
     englishAlts: [...document.querySelectorAll('img[data-min-text-px]')]
       .map(i => i.alt).filter(a => !cjk.test(a)).map(a => a.slice(0, 60)),
     englishProse: prose.map(t => t.slice(0, 80)),
+    // Output tables' column headers (names such as d_head or torch stay as they are) and
+    // figures drawn from their translatable copy (an SVG), not the English PNG.
+    englishHeaders: [...document.querySelectorAll('.mha-table th')].map(e => e.textContent)
+      .filter(t => /[a-z]{{3,}}/.test(t) && !cjk.test(t) && !/[_|]|^(torch|dtype)$/.test(t)),
+    pngFigures: [...document.querySelectorAll('article img[data-min-text-px]')]
+      .filter(i => i.src.startsWith('data:image/png')).map(i => i.alt.slice(0, 40)),
     search: document.querySelector('input[name="q"]')?.placeholder ?? '',
   }};
 }}"""
@@ -673,6 +679,10 @@ def _check_chinese_page(tab: object, site: Site, page: str) -> list[str]:
         )
     if found["englishAlts"]:
         problems.append(f"figures with an English alt text: {found['englishAlts']}")
+    if found["englishHeaders"]:
+        problems.append(f"table headers in English: {found['englishHeaders'][:5]}")
+    if found["pngFigures"]:
+        problems.append(f"figures drawn in English (no translatable copy): {found['pngFigures']}")
     if found["englishProse"]:
         problems.append(f"text left in English: {found['englishProse'][:5]}")
     if not re.search(r"[\u3400-\u9fff]", found["search"]):
