@@ -312,10 +312,19 @@ def deep_run(condition: DeepCondition, seed: int) -> dict[str, object]:
     )
 
 
+# A deep model whose softmax starts saturated amplifies the last bits of its arithmetic even
+# before the first step: seed 0's first gradient norm differed by up to 21 % between AVX-512
+# and plain-C kernels (the q/k gradient of single heads by up to 18 %), against an effect of
+# a thousand times. Such a start is checked within half of its value.
+SATURATED_TOLERANCE = 0.5
+
+
 def deep_checks(runs: Sequence[dict], seed: int = 0) -> list[Check]:
     """The committed deep runs of ``seed`` (one per condition) re-derived at initialisation
-    now: the gradient norm on the first training batch and every head's q/k gradient there.
-    One training step each, cheap enough for the page."""
+    now: at Xavier's scale the gradient norm on the first training batch and every head's
+    q/k gradient there, within :data:`INIT_TOLERANCE`; with the large weights, whose softmax
+    starts saturated, the gradient norm within :data:`SATURATED_TOLERANCE` (relative). One
+    training step each, cheap enough for the page."""
     checks = []
     for condition in deep_conditions():
         record = next(
@@ -329,6 +338,13 @@ def deep_checks(runs: Sequence[dict], seed: int = 0) -> list[Check]:
         _, result, _ = deep_trained(condition, seed, stop_after=1)
         now = as_stored({"grad": result.trace["grad_norm"][0], "qk": result.trace["qk_grad"][0]})
         name = f"{condition.name}, seed {seed}"
+        if condition.scale != 1:
+            checks.append(
+                Check(f"{name}: gradient norm on the first training batch (a saturated start)",
+                      now["grad"], record["train"]["grad_norm_first"], SATURATED_TOLERANCE,
+                      relative=True)
+            )  # fmt: skip
+            continue
         checks += [
             Check(f"{name}: gradient norm on the first training batch", now["grad"],
                   record["train"]["grad_norm_first"], INIT_TOLERANCE, relative=True),
