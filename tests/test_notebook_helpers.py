@@ -23,15 +23,17 @@ def test_html_table_escapes_and_formats():
 
 def test_show_requires_alt_text_and_emits_it(monkeypatch):
     shown = []
-    monkeypatch.setattr("IPython.display.display", shown.append)
+    monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
     with pytest.raises(ValueError, match="alt must describe"):
         show(fig, alt="  ")
     show(fig, alt='a "diagonal" line')
-    (html,) = shown
-    assert 'alt="a &quot;diagonal&quot; line"' in html.data
-    assert "data:image/png;base64," in html.data
+    (bundle,) = shown
+    html = bundle["text/html"]  # what Jupyter and the English site show
+    assert 'alt="a &quot;diagonal&quot; line"' in html
+    assert "data:image/png;base64," in html
+    assert "data:image/svg+xml;base64," in bundle["text/markdown"]  # the translatable copy
 
 
 def test_checks_and_provenance_tables_show_what_was_compared():
@@ -72,9 +74,9 @@ def test_smallest_text_is_the_smallest_drawn_font_in_image_pixels(monkeypatch):
     with matplotlib.rc_context({"savefig.dpi": "figure"}):  # saved at the figure's 110 dpi
         assert smallest_text_px(fig) == pytest.approx(8 * 110 / 72)
         shown = []
-        monkeypatch.setattr("IPython.display.display", shown.append)
+        monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
         show(fig, alt="a line")
-        assert 'data-min-text-px="12.22"' in shown[0].data
+        assert 'data-min-text-px="12.22"' in shown[0]["text/html"]
 
     empty = plt.figure()
     assert smallest_text_px(empty) == float("inf")
