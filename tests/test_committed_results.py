@@ -249,6 +249,72 @@ def test_ch3_coupling_file_covers_every_seed_and_head():
 
 
 @pytest.mark.reproduction
+def test_ch3_coupling_converged_runs_start_as_committed():
+    """The page retrains the first steps of two converged runs with their whole schedule."""
+    study = study_module("ch3_coupling")
+    data = load_results(RESULTS / "ch3_coupling.json")
+    checks = verify(study.converged_checks(data))
+    losses = [c for c in checks if "loss" in c.what]
+    assert len(losses) == 2 and all(len(c.live) >= 3 for c in losses)
+    for check in losses:
+        assert not perturbed(check).holds, check.what
+
+
+def test_ch3_coupling_converged_part_covers_every_seed_and_head():
+    study = study_module("ch3_coupling")
+    data = load_results(RESULTS / "ch3_coupling.json")
+    runs = data["converged"]
+    assert [r["seed"] for r in runs] == list(study.CONVERGED_SEEDS)
+    assert all(r["config"] == study.CONVERGED.to_dict() for r in runs)
+    assert all([g["head"] for g in r["removed"]] == list(range(study.CONVERGED.num_heads))
+               for r in runs)  # fmt: skip
+    assert all(r["full"]["steps"][-1] == study.CONVERGED.steps for r in runs)
+    assert len(data["converged_baseline"]) == len(study.CONVERGED_SEEDS)
+
+
+@pytest.mark.reproduction
+def test_ch4_sweep_learning_rate_run_starts_as_committed(ch4):
+    data = load_results(RESULTS / "ch4_sweep.json")
+    checks = verify(ch4.prefix_checks(data, "lr", ((1, 0),), lr=ch4.LR_GRID[1][1]))
+    loss = next(c for c in checks if "loss" in c.what)
+    assert "lr 0.01" in loss.what and len(loss.live) >= 3
+    assert not perturbed(loss).holds
+
+
+def test_ch4_sweep_learning_rate_part_covers_its_grid(ch4):
+    data = load_results(RESULTS / "ch4_sweep.json")
+    planned = sorted((h, lr, s) for h, rates in ch4.LR_GRID.items() for lr in rates
+                     for s in ch4.LR_SEEDS)  # fmt: skip
+    done = sorted((r["config"]["num_heads"], r["config"]["lr"], r["seed"]) for r in data["lr"])
+    assert done == planned
+    for r in data["lr"]:
+        expected = {**ch4.with_heads(ch4.PAIR, r["config"]["num_heads"]).to_dict(),
+                    "lr": r["config"]["lr"]}  # fmt: skip
+        assert r["config"] == expected
+
+
+@pytest.mark.reproduction
+def test_ch7_init_deep_runs_reproduce_at_initialisation(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["deep"]
+    checks = verify(ch7.deep_checks(runs))
+    precise = [c for c in checks if "saturated" not in c.what]
+    assert len(precise) == 2 and len(checks) == 1 + len(ch7.deep_conditions())
+    for check in precise:  # Xavier's start: a 1 % change is caught
+        assert not perturbed(check).holds, check.what
+    for check in checks[2:]:  # a saturated start: caught far below its thousandfold effect
+        assert not perturbed(check, factor=3).holds, check.what
+
+
+def test_ch7_init_deep_part_covers_every_condition_and_seed(ch7):
+    runs = load_results(RESULTS / "ch7_init.json")["deep"]
+    planned = [(c.name, s) for c in ch7.deep_conditions() for s in ch7.DEEP_SEEDS]
+    assert sorted((r["condition"]["name"], r["seed"]) for r in runs) == sorted(planned)
+    for r in runs:
+        condition = next(c for c in ch7.deep_conditions() if c.name == r["condition"]["name"])
+        assert r["config"] == ch7.as_stored(condition.config().to_dict())
+
+
+@pytest.mark.reproduction
 def test_ch9_sharing_check_run_and_sink_reproduce():
     study = study_module("ch9_sharing")
     data = load_results(RESULTS / "ch9_sharing.json")
