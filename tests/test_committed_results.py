@@ -275,9 +275,9 @@ def test_ch3_coupling_converged_part_covers_every_seed_and_head():
 @pytest.mark.reproduction
 def test_ch4_sweep_learning_rate_run_starts_as_committed(ch4):
     data = load_results(RESULTS / "ch4_sweep.json")
-    checks = verify(ch4.prefix_checks(data, "lr", ((1, 0),), lr=ch4.LR_GRID[1][1]))
+    checks = verify(ch4.prefix_checks(data, "lr", ((1, 0),), lr=ch4.LR_GRID[1][0]))
     loss = next(c for c in checks if "loss" in c.what)
-    assert "lr 0.01" in loss.what and len(loss.live) >= 3
+    assert "lr 0.001" in loss.what and len(loss.live) >= 3
     assert not perturbed(loss).holds
 
 
