@@ -59,6 +59,7 @@ _WORDED = (_ALT, _HEADER)
 # A figure's words: the text elements of the SVG copy of a figure (mha_lib.book.show).
 _SVG = re.compile(r'(src="data:image/svg\+xml;base64,)([^"]*)(")')
 _SVG_TEXT = re.compile(r"(<text\b[^>]*>)([^<]+)(</text>)")
+_FIGURE_CONTAINER = '<div class="output text_html mha-figure">'
 # Fonts that carry Chinese, before the generic family that ends matplotlib's list.
 _CJK_FONTS = (
     "'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', 'Hiragino Sans GB', "
@@ -189,6 +190,9 @@ def translate_html(source: str, catalogue: dict[str, str]) -> str:
         return match.group(1) + base64.b64encode(translated.encode()).decode() + match.group(3)
 
     source = _SVG.sub(figure, source)
+    # The copy takes the English output's place, so it takes its container's class too: the
+    # theme scrolls a ``.cell_output .output`` sideways when a figure is wider than a phone.
+    source = source.replace('<div class="mha-figure">', _FIGURE_CONTAINER)
     for pattern in _WORDED:
         source = pattern.sub(
             lambda m: m.group(1)
