@@ -1,6 +1,7 @@
 """Chapter 6's measurements on the pretrained model, too slow for the notebook's 90 s budget.
 
-Run from the repository root (about a quarter of an hour on 2 cores):
+Run from the repository root (about three quarters of an hour on 2 cores; each of the eleven
+refits takes about a minute on its own, longer on a busy machine):
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch6_pretrained.py
 
