@@ -114,21 +114,104 @@ def test_alt_texts_are_templated_on_their_numbers_only() -> None:
     assert translate("12 heads on linear axes", catalogue) == "12 heads on linear axes"  # kept
 
 
-def test_table_headers_are_translated_and_cells_are_not() -> None:
+def test_table_headers_are_translated() -> None:
     from mha_lib.book import html_table
 
-    table = html_table(["heads h", "speed-up ×, 25 % pruned", "d_head"], [["heads", 0.5, 32]]).data
+    table = html_table(["heads h", "speed-up ×, 25 % pruned", "d_head"], [[0.5, 32]]).data
     catalogue = {
         "heads h": "头数 h",
         "speed-up ×, {0} % pruned": "加速比，剪枝 {0}%",
-        "heads": "头",
         "table": "表格",
     }
     zh = translate_html(table, catalogue)
     assert ">头数 h</th>" in zh and ">加速比，剪枝 25%</th>" in zh and ">d_head</th>" in zh
-    assert '<td style="padding:0.25em 0.9em;text-align:left">heads</td>' in zh  # a cell
     assert 'aria-label="表格"' in zh
     assert translate_html(table, {}) == table  # untranslated: the English output, unchanged
+
+
+# A hand-made table with every kind of cell: words (a message), words around numbers (one
+# template), a number, identifiers, a version, names, a kept example sentence and its word.
+CELLS = [
+    "soft (attention)",  # words: a message
+    "1600 (1 of 5 never)",  # words around numbers: the template "{0} ({1} of {2} never)"
+    "0.80",  # a number
+    "seed_baseline",  # a code name
+    "2.13.0+cpu",  # a version
+    "Xavier, AdamW",  # names
+    "AVX2",  # a capability
+    "the cat sat on the mat.",  # an example sentence: a message, kept English
+    "mat",  # one of its words: kept
+    "it's the best head",  # an apostrophe: looked up curled, as Sphinx writes the page's text
+]
+
+
+def test_table_cells_with_words_are_messages_and_the_rest_are_not() -> None:
+    from translated_outputs import english_cells, worth_translating
+
+    from mha_lib.book import html_table
+
+    assert [c for c in CELLS if worth_translating(c)] == [
+        "soft (attention)", "1600 (1 of 5 never)", "the cat sat on the mat.", "mat",
+        "it's the best head",
+    ]
+    table = html_table(["how"], [[c] for c in CELLS]).data
+    catalogue = {
+        "soft (attention)": "软查找（注意力）",
+        "{0} ({1} of {2} never)": "{0}（{2} 次中 {1} 次始终未达到）",
+        "the cat sat on the mat.": "the cat sat on the mat.",  # keep
+        "mat": "mat",  # keep
+        "how": "方式",
+    }
+    zh = translate_html(table, catalogue)
+    cell = '<td style="padding:0.25em 0.9em;text-align:left">{}</td>'.format
+    assert cell("软查找（注意力）") in zh and cell("1600（5 次中 1 次始终未达到）") in zh
+    for kept in CELLS[2:9]:
+        assert cell(kept) in zh  # numbers, names and kept examples: as in the English
+    assert cell("it&#x27;s the best head") in zh  # missing from the catalogue: English
+    assert english_cells(zh, catalogue) == ["it's the best head"]
+    assert english_cells(table, catalogue) == ["soft (attention)", "1600 (1 of 5 never)",
+                                               "it's the best head"]
+    catalogue["it’s the best head"] = "最好的头"
+    assert cell("最好的头") in translate_html(table, catalogue)
+    assert english_cells(translate_html(table, catalogue), catalogue) == []
+
+
+def test_the_english_output_is_unchanged_byte_for_byte() -> None:
+    """Only a translated build rewrites outputs, and with nothing to translate it leaves an
+    output byte for byte as the English build writes it (escapes included)."""
+    from types import SimpleNamespace
+
+    from translated_outputs import is_translated
+
+    from mha_lib.book import html_table
+
+    table = html_table(["a & b", "<c>"], [[c, 1.5, 3] for c in CELLS]).data
+    assert translate_html(table, {}) == table
+    assert translate_html(table, {"unrelated": "无关"}) == table
+    assert not is_translated(SimpleNamespace(language="en"))
+    assert not is_translated(SimpleNamespace(language=None))
+    assert is_translated(SimpleNamespace(language="zh_CN"))
+
+
+def _kept_or_translated(path: Path) -> dict[str, str]:
+    return {e.msgid: e.msgstr for e in polib.pofile(str(path)) if e.msgstr and not e.fuzzy}
+
+
+@pytest.mark.book
+def test_the_chinese_tables_show_no_english_words_unless_kept(built_book: Path) -> None:
+    """Every output table's cell with words is Chinese on the Chinese pages, or kept English by
+    its catalogue on purpose (an example sentence, a label): the English cells are printed."""
+    from translated_outputs import english_cells
+
+    found = []
+    for page in _toc_files():
+        built = built_book / "zh" / f"{page}.html"
+        path = catalogues.CATALOGUES / f"{page}.po"
+        if built.is_file() and path.is_file():
+            cells = english_cells(built.read_text(), _kept_or_translated(path))
+            found += [f"{page}: {cell!r}" for cell in cells]
+    print(f"{len(found)} English word-cells in the Chinese build", *found, sep="\n")
+    assert not found, "\n".join(found)
 
 
 def test_in_page_glue_becomes_a_reference_to_the_page_itself() -> None:

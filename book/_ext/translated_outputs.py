@@ -1,4 +1,4 @@
-"""Translate the words that code writes into a page: alt texts, table labels and headers.
+"""Translate the words that code writes into a page: alt texts, figure words, table text.
 
 Sphinx's gettext workflow translates the text of the pages; what a notebook computes is not
 text of the page. Glued values are numbers and names only (tests/test_book.py fails on a glued
@@ -7,9 +7,9 @@ the page, so the catalogues translate it like any other paragraph. Two outputs o
 carry words, because they are written by the code that draws or tabulates, not by the prose:
 the alt text that ``mha_lib.book.show`` writes on each figure, the words drawn in the figure
 (titles, axes, legends: the text elements of the SVG copy that ``show`` adds for this build),
-and the ``aria-label`` and the column headers (``<th>``) that ``mha_lib.book.html_table`` puts
-on each table. This extension gives those to the page's catalogue, with every number replaced
-by a placeholder:
+and the ``aria-label``, the column headers (``<th>``) and the cells (``<td>``) that
+``mha_lib.book.html_table`` puts on each table. This extension gives those to the page's
+catalogue, with every number replaced by a placeholder:
 
 - under the gettext builder it adds "Log-log plot ... from {0} to {1}" to the page's messages;
 - in a translated build it looks the template up in the page's catalogue and puts the numbers
@@ -20,6 +20,16 @@ which cannot carry a Markdown sentence, and a figure's description has to name i
 Their words depend on deterministic results only (a timing enters an alt text as a number), so
 every machine extracts the same templates. An alt text without a translation stays as it is
 (the untranslated-message check covers the page's own text only).
+
+Which of these texts are messages is one rule for all of them (``worth_translating``): a text
+holding a lowercase word of three letters or more that is not a single identifier. So a table
+cell that is a number ("0.80", "1e-04"), a capability, a version or a commit ("AVX2",
+"2.13.0+cpu", "d0af9f9fbb"), a type or an exception ("float64", "KeyError"), capitalised
+names ("Xavier, AdamW") or a code name ("seed_baseline", "W_q/W_k") is not a message and stays
+as it is; a cell with words is one ("soft (attention)"). A cell that quotes an English example
+(a sentence the model reads, one of its words, a dependency label, a result file's part name)
+is a message too, and its translation is the English itself with the translator's comment
+``keep`` (scripts/catalogues.py accepts that): the catalogue says it stays English on purpose.
 
 Two smaller transforms keep the catalogues to what a translator should see: displayed
 equations are not messages, and the sidebar's part captions, inserted after Sphinx translated
@@ -50,15 +60,19 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 # Words worth translating: a lowercase word of three letters or more ("table", "heads"), not
 # an identifier such as a model name or a CPU capability.
 _WORDS = re.compile(r"\b[a-z]{3,}\b")
-_IDENTIFIER = re.compile(r"^\S*[/_]\S*$")
+# One token holding a / or an _ (a path, a code name), or starting with a digit (a version).
+_IDENTIFIER = re.compile(r"^(?:\S*[/_]\S*|\d\S*)$")
 # The words an output's HTML carries for a reader: a figure's alt text, a table's label, and
 # a table's column headers (html_table writes each as plain escaped text inside <th ...>).
 _ALT = re.compile(r'(<(?:img|div)\b[^>]*?\b(?:alt|aria-label)=")([^"]*)(")')
 _HEADER = re.compile(r"(<th\b[^>]*>)([^<]*)(</th>)")
-_WORDED = (_ALT, _HEADER)
+# ... and its cells, written the same way inside <td ...>.
+_CELL = re.compile(r"(<td\b[^>]*>)([^<]*)(</td>)")
+_WORDED = (_ALT, _HEADER, _CELL)
 # A figure's words: the text elements of the SVG copy of a figure (mha_lib.book.show).
 _SVG = re.compile(r'(src="data:image/svg\+xml;base64,)([^"]*)(")')
 _SVG_TEXT = re.compile(r"(<text\b[^>]*>)([^<]+)(</text>)")
+_CJK = re.compile(r"[\u3400-\u9fff]")
 _FIGURE_CONTAINER = '<div class="output text_html mha-figure">'
 # Fonts that carry Chinese, before the generic family that ends matplotlib's list.
 _CJK_FONTS = (
@@ -89,7 +103,8 @@ def fill(translated: str, numbers: list[str]) -> str:
     )
 
 
-def _worth_translating(text: str) -> bool:
+def worth_translating(text: str) -> bool:
+    """Whether an output's text is a message: a lowercase word, and not one identifier."""
     return bool(_WORDS.search(text)) and not _IDENTIFIER.match(text.strip())
 
 
@@ -102,7 +117,7 @@ def _svg(data: str) -> str:
 def figure_words(svg: str) -> list[str]:
     """The words drawn in a figure (its SVG text elements worth translating), in order."""
     found = (html.unescape(m.group(2)) for m in _SVG_TEXT.finditer(svg))
-    return [text for text in found if _worth_translating(text)]
+    return [text for text in found if worth_translating(text)]
 
 
 def translate_svg(svg: str, catalogue: dict[str, str]) -> str:
@@ -126,7 +141,7 @@ def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
             for pattern in _WORDED:
                 for match in pattern.finditer(source):
                     alt = html.unescape(match.group(2))
-                    if _worth_translating(alt):
+                    if worth_translating(alt):
                         yield node, alt
             for match in _SVG.finditer(source):
                 for words in figure_words(_svg(match.group(2))):
@@ -134,7 +149,7 @@ def _alt_texts(doctree: nodes.Node) -> Iterator[tuple[nodes.raw, str]]:
 
 
 def messages(doctree: nodes.Node) -> list[str]:
-    """The templates of a resolved page's alt texts, table labels and headers, in page order."""
+    """The templates of a resolved page's alt texts, figure words and table text, in order."""
     return list(dict.fromkeys(template(alt)[0] for _, alt in _alt_texts(doctree)))
 
 
@@ -179,7 +194,8 @@ def translate(text: str, catalogue: dict[str, str]) -> str:
 
 
 def translate_html(source: str, catalogue: dict[str, str]) -> str:
-    """An output's HTML with its alt texts, table labels, headers and figure words translated."""
+    """An output's HTML with its alt texts, table labels, headers, cells and figure words
+    translated; a text whose template the catalogue lacks stays English, without a warning."""
     import base64
 
     def figure(match: re.Match[str]) -> str:
@@ -201,6 +217,19 @@ def translate_html(source: str, catalogue: dict[str, str]) -> str:
             source,
         )
     return source
+
+
+def english_cells(source: str, catalogue: dict[str, str]) -> list[str]:
+    """The table cells with words in an output's HTML that are still English (no Chinese
+    character) although the catalogue does not keep them English on purpose (a kept message is
+    translated as itself): what a Chinese page shows in English by omission."""
+
+    def kept(cell: str) -> bool:
+        pattern = template(cell)[0]
+        return catalogue.get(pattern) == pattern
+
+    found = (html.unescape(m.group(2)) for m in _CELL.finditer(source))
+    return [c for c in found if worth_translating(c) and not _CJK.search(c) and not kept(c)]
 
 
 class KeepMathBlocks(Transform):
@@ -231,7 +260,7 @@ class TranslateTocCaptions(Transform):
 
 
 class TranslateOutputs(SphinxPostTransform):
-    """In a translated build: alt texts, table labels and headers from the page's catalogue."""
+    """In a translated build: alt texts, figure words and table text from the page's catalogue."""
 
     default_priority = 20  # after myst-nb has rendered the outputs
 
@@ -253,7 +282,8 @@ class TranslateOutputs(SphinxPostTransform):
 
 
 def _extract(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Under the gettext builder, add the page's alt texts and table labels to its catalogue."""
+    """Under the gettext builder, add the page's alt texts, figure words and table text to its
+    catalogue."""
     if app.builder.name != "gettext":
         return
     catalog = app.builder.catalogs[docname_to_domain(docname, app.config.gettext_compact)]
