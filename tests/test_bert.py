@@ -420,3 +420,17 @@ def test_attention_grid_figure(model, tok):
     plt.close(fig)
     with pytest.raises(ValueError, match="T = len"):
         bert.attention_grid(tokens[:-1], maps)
+
+
+def test_random_like_is_the_same_architecture_untrained_and_seeded():
+    model, _ = bert.load()
+    fresh = bert.random_like(model, seed=0)
+    again = bert.random_like(model, seed=0)
+    assert type(fresh) is type(model) and fresh.config.to_dict() == model.config.to_dict()
+    trained, untrained = dict(model.named_parameters()), dict(fresh.named_parameters())
+    assert trained.keys() == untrained.keys()
+    w = "encoder.layer.0.attention.self.query.weight"
+    assert trained[w].shape == untrained[w].shape
+    assert not torch.allclose(trained[w], untrained[w])
+    assert all(torch.equal(p, q) for p, q in zip(fresh.parameters(), again.parameters(), strict=True))
+    assert not fresh.training

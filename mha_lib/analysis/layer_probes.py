@@ -166,16 +166,6 @@ def expected_layer(accuracy: Sequence[float]) -> float:
     return sum(k * g for k, g in zip(range(1, len(a)), gains, strict=True)) / total
 
 
-def random_like(model: nn.Module, seed: int = 0) -> nn.Module:
-    """The same architecture with fresh random weights (the model's own initialisation): what
-    the probes find in states that no training shaped."""
-    from transformers import AutoModel
-
-    torch.manual_seed(seed)
-    fresh = AutoModel.from_config(model.config)
-    return fresh.to(next(model.parameters()).device).eval()
-
-
 def target_layer_states(model: nn.Module, batches: Sequence[object]) -> torch.Tensor:
     """``(L + 1, N, D)``: every layer's state at each item's target word, for chapter 6's
     :class:`~mha_lib.analysis.sense_eval.SenseBatch` batches (the sense probe of every layer)."""

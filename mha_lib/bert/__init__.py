@@ -6,7 +6,8 @@ all three for BERT-family models (``encoder.layer[i].attention.self`` with
 ``query``/``key``/``value`` and ``attention.output.dense``), so chapters 5 and 6
 can look at heads, switch them off, and remove them.
 
-- :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model);
+- :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model) and
+  :func:`random_like` (the same architecture untrained);
 - :mod:`~mha_lib.bert.maps`: :func:`attention_maps` and friends;
 - :mod:`~mha_lib.bert.norms`: :func:`norm_weighted`, what a head moves (weight × value norm);
 - :mod:`~mha_lib.bert.surgery`: :func:`head_mask`, :func:`prune_heads`, :func:`mha_from_layer`;
@@ -22,7 +23,7 @@ nothing is downloaded.
 
 from mha_lib.bert._version import check_transformers
 from mha_lib.bert.lab import LabModel, lab_outputs, mean_pool
-from mha_lib.bert.loading import default_model_path, load
+from mha_lib.bert.loading import default_model_path, load, random_like
 from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
 from mha_lib.bert.norms import norm_weighted, transformed_values
 from mha_lib.bert.positions import without_position_embeddings
@@ -46,6 +47,7 @@ __all__ = [
     "mha_from_layer",
     "norm_weighted",
     "prune_heads",
+    "random_like",
     "show_attention",
     "to_word_level",
     "transformed_values",

@@ -131,3 +131,13 @@ def require_eager(model: nn.Module) -> None:
 def num_heads(model: nn.Module) -> int:
     """The model's original head count per layer (its config's, whatever was pruned since)."""
     return int(model.config.num_attention_heads)
+
+
+def random_like(model: nn.Module, seed: int = 0) -> nn.Module:
+    """The same architecture with fresh random weights (the model's own initialisation), on the
+    model's device: a control whose states no training shaped (chapter 5 part 5's probes)."""
+    from transformers import AutoModel
+
+    torch.manual_seed(seed)
+    fresh = AutoModel.from_config(model.config)
+    return fresh.to(next(model.parameters()).device).eval()
