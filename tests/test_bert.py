@@ -432,5 +432,6 @@ def test_random_like_is_the_same_architecture_untrained_and_seeded():
     w = "encoder.layer.0.attention.self.query.weight"
     assert trained[w].shape == untrained[w].shape
     assert not torch.allclose(trained[w], untrained[w])
-    assert all(torch.equal(p, q) for p, q in zip(fresh.parameters(), again.parameters(), strict=True))
+    pairs = zip(fresh.parameters(), again.parameters(), strict=True)
+    assert all(torch.equal(p, q) for p, q in pairs)
     assert not fresh.training
