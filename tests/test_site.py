@@ -647,7 +647,8 @@ _CHINESE_JS = f"""async englishUrl => {{
     // Output tables' column headers (names such as d_head, torch or AdamW stay as they are) and
     // figures drawn from their translatable copy (an SVG), not the English PNG.
     englishHeaders: [...document.querySelectorAll('.mha-table th')].map(e => e.textContent)
-      .filter(t => /[a-z]{{3,}}/.test(t) && !cjk.test(t) && !/[_|]|^(torch|dtype|AdamW|SGD)$/.test(t)),
+      .filter(t => /[a-z]{{3,}}/.test(t) && !cjk.test(t)
+        && !/[_|]|^(torch|dtype|AdamW|SGD)$/.test(t)),
     pngFigures: [...document.querySelectorAll('article img[data-min-text-px]')]
       .filter(i => i.src.startsWith('data:image/png')).map(i => i.alt.slice(0, 40)),
     search: document.querySelector('input[name="q"]')?.placeholder ?? '',
