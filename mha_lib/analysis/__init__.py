@@ -9,7 +9,8 @@ independent tools, imported module by module:
 - :mod:`~mha_lib.analysis.geometry`: random dot products and cosines, sharpness of maps;
 - :mod:`~mha_lib.analysis.softmax_stats`: how peaked a softmax is, its gradient;
 - :mod:`~mha_lib.analysis.syntax_probe`, :mod:`~mha_lib.analysis.silver_syntax`: heads
-  against known and parsed dependencies;
+  against known and parsed dependencies; :mod:`~mha_lib.analysis.knockout`: whether the layers
+  above a parsing head still know a noun's role when the head is switched off;
 - :mod:`~mha_lib.analysis.coref_probe`, :mod:`~mha_lib.analysis.similarity_probe`: items
   whose answer is known by construction;
 - :mod:`~mha_lib.analysis.heldout`: choose on one half, report on the other, with intervals;

@@ -80,6 +80,29 @@ def control_labels(
     return [table[w.lower()] for w in words]
 
 
+def fit_probe(
+    train_x: torch.Tensor, train_y: Sequence[object], *, alpha: float = ALPHA
+) -> object:
+    """A linear probe fitted on ``train_x`` ``(N, D)`` with one label per row: scikit-learn's
+    ``RidgeClassifier`` (one output per label) on standardised features; its ``predict``
+    takes float64 NumPy rows and returns label strings. One label only: a constant probe."""
+    from sklearn.dummy import DummyClassifier
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if train_x.dim() != 2 or train_x.shape[0] != len(train_y) or len(train_y) == 0:
+        raise ValueError("train_x must be (N, D) with one label per row, N > 0")
+    if alpha <= 0:
+        raise ValueError(f"alpha must be positive, got {alpha!r}")
+    y = np.array([str(v) for v in train_y])
+    if len(set(y)) < 2:
+        probe = DummyClassifier(strategy="constant", constant=y[0])
+    else:
+        probe = make_pipeline(StandardScaler(), RidgeClassifier(alpha=alpha))
+    return probe.fit(train_x.double().numpy(), y)
+
+
 def probe_hits(
     train_x: torch.Tensor,
     train_y: Sequence[object],
@@ -87,33 +110,27 @@ def probe_hits(
     test_y: Sequence[object],
     *,
     alpha: float = ALPHA,
+    probe: object | None = None,
 ) -> torch.Tensor:
     """``(N_test,)`` bool: whether a linear probe fitted on ``train_x`` ``(N, D)`` names each
-    test item's label; a test label never seen in training counts as a miss.
+    test item's label; a test label never seen in training counts as a miss. With ``probe``
+    (from :func:`fit_probe`, fitted elsewhere), that probe reads ``test_x`` and ``train_x``
+    is not used: a read-out kept *frozen* while the states change under it.
 
-    The probe is a least-squares linear classifier (scikit-learn's ``RidgeClassifier``, one
-    output per label, on standardised features). The book's other probes are logistic
-    regressions; here seven layers times four label sets must fit in a page's budget, and the
-    closed-form fit takes a fraction of a second where a logistic one takes about a minute
-    (its layer profile for dependency labels was checked to be the same within a few points).
+    The probe is a least-squares linear classifier (:func:`fit_probe`). The book's other
+    probes are logistic regressions; here seven layers times four label sets must fit in a
+    page's budget, and the closed-form fit takes a fraction of a second where a logistic one
+    takes about a minute (its layer profile for dependency labels was checked to be the same
+    within a few points).
     """
-    from sklearn.linear_model import RidgeClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    if train_x.dim() != 2 or train_x.shape[0] != len(train_y) or len(train_y) == 0:
-        raise ValueError("train_x must be (N, D) with one label per row, N > 0")
-    if test_x.dim() != 2 or test_x.shape[0] != len(test_y) or test_x.shape[1] != train_x.shape[1]:
-        raise ValueError("test_x must be (M, D) with one label per row and train_x's D")
-    if alpha <= 0:
-        raise ValueError(f"alpha must be positive, got {alpha!r}")
-    y = np.array([str(v) for v in train_y])
-    if len(set(y)) < 2:
-        predicted = np.full(len(test_y), y[0])
+    if probe is None:
+        probe = fit_probe(train_x, train_y, alpha=alpha)
+        width = train_x.shape[1]
     else:
-        probe = make_pipeline(StandardScaler(), RidgeClassifier(alpha=alpha))
-        probe.fit(train_x.double().numpy(), y)
-        predicted = probe.predict(test_x.double().numpy())
+        width = int(getattr(probe, "n_features_in_", test_x.shape[-1]))
+    if test_x.dim() != 2 or test_x.shape[0] != len(test_y) or test_x.shape[1] != width:
+        raise ValueError("test_x must be (M, D) with one label per row and the probe's D")
+    predicted = probe.predict(test_x.double().numpy())  # type: ignore[attr-defined]
     truth = np.array([str(v) for v in test_y])
     return torch.as_tensor(predicted == truth, device="cpu")
 

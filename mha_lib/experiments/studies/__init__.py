@@ -10,7 +10,10 @@ hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
 - :mod:`~.ch3_coupling`: does removing one head change what the others learn?
 - :mod:`~.ch4_sweep`: the number of heads at a fixed width, several seeds;
 - :mod:`~.ch4_planted`: a match planted in a few of 512 features, one head against many;
+- :mod:`~.ch5_knockout`: does the model need its parsing heads? Each switched off, against its
+  peers;
 - :mod:`~.ch6_toy`: which heads of the toy model matter, and what pruning costs;
 - :mod:`~.ch6_pretrained`: the same for the pretrained model, on the word-sense test;
-- :mod:`~.ch7_init`: which too-large initial weights hurt a head, and why.
+- :mod:`~.ch7_init`: which too-large initial weights hurt a head, and why;
+- :mod:`~.ch9_sharing`: heads that share their keys and values, and attention sinks.
 """
