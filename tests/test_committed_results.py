@@ -23,6 +23,7 @@ from mha_lib.experiments.studies import (
     ch3_coupling,
     ch4_planted,
     ch4_sweep,
+    ch5_knockout,
     ch6_pretrained,
     ch6_toy,
     ch7_init,
@@ -40,6 +41,7 @@ STUDIES = {
         ch3_coupling,
         ch4_planted,
         ch4_sweep,
+        ch5_knockout,
         ch6_pretrained,
         ch6_toy,
         ch7_init,
@@ -315,6 +317,40 @@ def test_ch7_init_deep_part_covers_every_condition_and_seed(ch7):
 
 
 @pytest.mark.reproduction
+def test_ch5_knockout_intact_model_and_object_head_reproduce():
+    study = study_module("ch5_knockout")
+    data = load_results(RESULTS / "ch5_knockout.json")
+    s = study.setup()
+    checks = verify(study.live_checks(s, data, study.read(s, study.chosen_heads(s, "dobj", 1))))
+    # The overall accuracies are large enough that a 1 % change of them is caught.
+    caught = [c for c in checks if ", all:" in c.what]
+    assert len(caught) == 4
+    for check in caught:
+        assert not perturbed(check).holds, check.what
+
+
+def test_ch5_knockout_file_covers_every_head_and_draw():
+    study = study_module("ch5_knockout")
+    data = load_results(RESULTS / "ch5_knockout.json")
+    layers, heads = data["config"]["layers"], data["config"]["heads"]
+    every = [[layer, h] for layer in range(layers) for h in range(heads)]
+    assert [e["heads"][0] for e in data["single"]] == every
+    assert sorted((c["relation"], c["k"]) for c in data["chosen"]) == sorted(
+        (r, k) for r in study.RELATIONS for k in study.SIZES
+    )
+    for c in data["chosen"]:
+        if c["k"] == 1:
+            continue
+        for kind in ("matched", "random"):
+            sets = [e for e in data[kind] if e["relation"] == c["relation"]]
+            assert [e["draw"] for e in sets] == list(range(study.DRAWS))
+            for e in sets:
+                assert not {tuple(h) for h in e["heads"]} & {tuple(h) for h in c["heads"]}
+                if kind == "matched":  # the same layers, in the same order
+                    assert [h[0] for h in e["heads"]] == [h[0] for h in c["heads"]]
+
+
+@pytest.mark.reproduction
 def test_ch9_sharing_check_run_and_sink_reproduce():
     study = study_module("ch9_sharing")
     data = load_results(RESULTS / "ch9_sharing.json")
@@ -352,6 +388,8 @@ PERTURBED = {
     # The planted match's live run: the weight on the right key at its last evaluation.
     "04b_a_match_in_few_features": ("ch4_planted.json", "live", 0, "result", "right_weight", -1),
     "04c_one_head_or_several": ("ch4_sweep.json", "live", 0, "result", "eval_loss", -1),
+    # The intact model's role probe (refitted), overall accuracy, in the third layer.
+    "05c_heads_as_parsers": ("ch5_knockout.json", "intact", "refit", "all", 3),
     "04d_sharper_heads_and_self_attention": ("ch4_sweep.json", "live", 1, "result",
                                              "eval_loss", -1),
     "06_pruning_heads": ("ch6_toy.json", "runs", 0, "accuracy"),

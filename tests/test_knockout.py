@@ -103,3 +103,20 @@ def test_a_head_switched_off_changes_only_the_layers_above_it():
     finally:
         handle.remove()
     torch.testing.assert_close(off, by_hand)
+
+
+def test_controls_of_one_head_are_its_layer_or_all_others():
+    single = [{"heads": [[layer, h]], "result": None} for layer in range(2) for h in range(3)]
+    data = {
+        "chosen": [{"relation": "dobj", "k": 1, "heads": [[1, 2]]},
+                   {"relation": "dobj", "k": 3, "heads": [[0, 0], [1, 0], [1, 1]]}],
+        "single": single,
+        "matched": [{"relation": "dobj", "k": 3, "draw": 0}, {"relation": "nsubj", "k": 3}],
+        "random": [],
+    }  # fmt: skip
+    same = ch5_knockout.controls(data, "dobj", 1)
+    assert [e["heads"][0] for e in same] == [[1, 0], [1, 1]]
+    assert len(ch5_knockout.controls(data, "dobj", 1, "random")) == 5
+    assert ch5_knockout.controls(data, "dobj", 3) == [data["matched"][0]]
+    with pytest.raises(ValueError):
+        ch5_knockout.controls(data, "dobj", 1, "other")
