@@ -10,7 +10,7 @@ controls: every head switched off alone (``single``: for one head, the other hea
 layer are the complete matched control), and for three heads :data:`DRAWS` sets of other heads
 of the same layers (``matched``) and of any layers (``random``).
 
-Run from the repository root (about five minutes on 2 cores)::
+Run from the repository root (about six minutes on 2 cores)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch5_knockout.py
 
