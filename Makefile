@@ -56,13 +56,13 @@ test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not reproduction"
 	@echo "The committed results, on torch's plain-C kernels (another CPU's last bits):"
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/test_committed_results.py
 
 # CI's two jobs (.github/workflows/ci.yml); together they run what `make test` runs.
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not book and not reproduction"
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/test_committed_results.py
 
 book-test: book browser
 	MHA_BOOK_HTML=_build/html $(BIN)/python -m pytest -m book

@@ -20,8 +20,10 @@ The site serves every script it needs itself (MathJax, bertviz's require.js, d3 
 the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
 packages), so the test aborts every request that leaves the machine and reports it: a page
 that needs the network fails. Only axe-core, the test's own tool, comes from
-``node_modules`` (installed by ``scripts/install_browser.sh``). Full-page screenshots go to
-``_build/screenshots/`` for reviewers, at both widths (``<page>.png``, ``<page>.390px.png``).
+``node_modules`` (installed by ``scripts/install_browser.sh``). A page that fails leaves
+full-page screenshots in ``_build/screenshots/``, at both widths (``<page>.png``,
+``<page>.390px.png``); with ``MHA_SCREENSHOTS=1`` (GitHub's book job keeps them for reviewers)
+every page does. Two full-page screenshots cost about as much as all of a page's checks.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ CHROMIUM_ARGS = [
 ]
 NODE_MODULES = Path(os.environ.get("MHA_NODE_MODULES", REPO / "node_modules"))
 SCREENSHOTS = REPO / "_build" / "screenshots"
+EVERY_SCREENSHOT = os.environ.get("MHA_SCREENSHOTS") == "1"  # else only a failed page's
 PAGE_TIMEOUT_MS = 20_000
 MIN_TEXT_PX = 9  # the smallest text of a figure, as rendered in the text column
 # A phone: an iPhone's 390 CSS px. The page is checked by narrowing the desktop tab, not by a
@@ -471,7 +474,7 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         lambda msg: errors.append(f"console.error: {msg.text}") if msg.type == "error" else None,
     )
     site.blocked.clear()
-    narrowed = False
+    narrowed = passed = False
     try:
         response = tab.goto(site.base + f"{url}.html", wait_until="load")
         assert response is not None, f"{url}: no response"
@@ -541,12 +544,15 @@ def _check_page(site: Site, built_book: Path, page: str, edition: str = "") -> N
         if errors:
             problems.append("JavaScript errors:\n" + "\n".join(errors))
         assert not problems, f"{url}:\n- " + "\n- ".join(problems)
+        passed = True
     finally:
-        # For reviewers, also (above all) when a check failed; the checks' verdict stands.
-        if narrowed:
-            _screenshot(tab, shot.with_name(f"{shot.name}.{PHONE['width']}px"))
-            tab.set_viewport_size(DESKTOP)
-        _screenshot(tab, shot)
+        # What a failed check looked like (every page's look with MHA_SCREENSHOTS=1); the
+        # checks' verdict stands either way.
+        if EVERY_SCREENSHOT or not passed:
+            if narrowed:
+                _screenshot(tab, shot.with_name(f"{shot.name}.{PHONE['width']}px"))
+                tab.set_viewport_size(DESKTOP)
+            _screenshot(tab, shot)
         tab.close()
 
 
