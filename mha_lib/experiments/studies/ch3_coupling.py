@@ -98,40 +98,57 @@ def _nudged(config: Config, seed: int) -> tuple[torch.nn.Module, object]:
     return model, train(model, task, config, seed, progress=False)
 
 
+def _curve(result: object) -> dict[str, list]:
+    return {k: getattr(result, k) for k in ("steps", "eval_accuracy", "eval_loss")}
+
+
+def _head_runs(
+    config: Config, seed: int, *, curves: bool
+) -> tuple[dict[str, object], torch.Tensor, object, torch.Tensor]:
+    """What both parts train from one seed: the full model, the nudged one and the model
+    without each head of layer 0 (with ``curves``, each run's learning curve). Returns the
+    record, the full model's query maps ``(L, H, B, Q, T)``, the task and the probe batch."""
+    task = make_task(config.task, **config.task_args)
+    inputs = probe()
+    curve = _curve if curves else (lambda result: {})
+    full, full_result = train_without(config, seed)
+    full_maps = query_maps(full, task, inputs)
+    record: dict[str, object] = {
+        "seed": seed,
+        "config": config.to_dict(),
+        "full": {
+            "accuracy": full_result.final_accuracy,
+            **curve(full_result),
+            "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
+        },
+    }
+    nudged, nudged_result = _nudged(config, seed)
+    record["nudged"] = {
+        "accuracy": nudged_result.final_accuracy,
+        "distance": map_distance(full_maps, query_maps(nudged, task, inputs))[0].tolist(),
+    }
+    removed = []
+    for head in range(config.num_heads):
+        model, result = train_without(config, seed, {0: [head]})
+        maps = query_maps(model, task, inputs)
+        removed.append(
+            {
+                "head": head,
+                "accuracy": result.final_accuracy,
+                **curve(result),
+                "distance": rounded(map_distance(full_maps, maps)[0].tolist()),
+                "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
+            }
+        )
+    record["removed"] = removed
+    return record, full_maps, task, inputs
+
+
 def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     """One seed: full, nudged and head-removed runs, and the two-layer ablation; also the
     full model's query maps ``(L, H, B, Q, T)`` for the seed-to-seed baseline."""
-    task = make_task(CONFIG.task, **CONFIG.task_args)
-    inputs = probe()
     with threads(1):
-        full, full_result = train_without(CONFIG, seed)
-        full_maps = query_maps(full, task, inputs)
-        record: dict[str, object] = {
-            "seed": seed,
-            "config": CONFIG.to_dict(),
-            "full": {
-                "accuracy": full_result.final_accuracy,
-                "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
-            },
-        }
-        nudged, nudged_result = _nudged(CONFIG, seed)
-        record["nudged"] = {
-            "accuracy": nudged_result.final_accuracy,
-            "distance": map_distance(full_maps, query_maps(nudged, task, inputs))[0].tolist(),
-        }
-        removed = []
-        for head in range(CONFIG.num_heads):
-            model, result = train_without(CONFIG, seed, {0: [head]})
-            maps = query_maps(model, task, inputs)
-            removed.append(
-                {
-                    "head": head,
-                    "accuracy": result.final_accuracy,
-                    "distance": rounded(map_distance(full_maps, maps)[0].tolist()),
-                    "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
-                }
-            )
-        record["removed"] = removed
+        record, full_maps, task, inputs = _head_runs(CONFIG, seed, curves=False)
         record["maps"] = full_maps[0].mean((1, 2)).tolist()  # (H, T): a summary for checks
         deep, deep_result = train_without(DEEP, seed)
         record["deep"] = {
@@ -145,47 +162,11 @@ def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     return record, full_maps
 
 
-def _curve(result: object) -> dict[str, list]:
-    return {k: getattr(result, k) for k in ("steps", "eval_accuracy", "eval_loss")}
-
-
 def run_converged(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     """One seed trained to convergence (:data:`CONVERGED`): full, nudged and every head
     removed, each with its learning curve; also the full model's query maps."""
-    task = make_task(CONVERGED.task, **CONVERGED.task_args)
-    inputs = probe()
     with threads(1):
-        full, full_result = train_without(CONVERGED, seed)
-        full_maps = query_maps(full, task, inputs)
-        nudged, nudged_result = _nudged(CONVERGED, seed)
-        record: dict[str, object] = {
-            "seed": seed,
-            "config": CONVERGED.to_dict(),
-            "full": {
-                "accuracy": full_result.final_accuracy,
-                **_curve(full_result),
-                "named_key_weight": named_key_weight(full, task, inputs)[0].tolist(),
-            },
-            "nudged": {
-                "accuracy": nudged_result.final_accuracy,
-                "distance": map_distance(full_maps, query_maps(nudged, task, inputs))[0].tolist(),
-            },
-        }
-        removed = []
-        for head in range(CONVERGED.num_heads):
-            model, result = train_without(CONVERGED, seed, {0: [head]})
-            removed.append(
-                {
-                    "head": head,
-                    "accuracy": result.final_accuracy,
-                    **_curve(result),
-                    "distance": rounded(
-                        map_distance(full_maps, query_maps(model, task, inputs))[0].tolist()
-                    ),
-                    "named_key_weight": rounded(named_key_weight(model, task, inputs)[0].tolist()),
-                }
-            )
-        record["removed"] = removed
+        record, full_maps, _, _ = _head_runs(CONVERGED, seed, curves=True)
     return record, full_maps
 
 
