@@ -85,15 +85,17 @@ class Setup:
 
 
 def knockout_states(
-    model: nn.Module, tokenizer: object, word_lists: Sequence[Sequence[str]],
+    model: nn.Module,
+    tokenizer: object,
+    word_lists: Sequence[Sequence[str]],
     heads: Sequence[tuple[int, int]],
 ) -> list[torch.Tensor]:
     """Every layer's state of every word, with ``heads`` switched off (their outputs times 0
     inside each layer, before the output projection: nothing else changes)."""
     cfg = model.config
     mask = knockout.mask_without(heads, cfg.num_hidden_layers, cfg.num_attention_heads)
-    with bert.head_mask(model, mask):
-        return layer_probes.word_states(model, tokenizer, word_lists)  # fmt: skip
+    with bert.head_mask(model, mask):  # each head's output times its entry of the mask
+        return layer_probes.word_states(model, tokenizer, word_lists)
 
 
 def setup(
