@@ -69,7 +69,7 @@ def test_a_frozen_probe_loses_what_a_refitted_one_finds():
     x = torch.randn(1, 300, 6, generator=g, device="cpu")
     x[0, :, 0] += torch.tensor([4.0 if v == "dobj" else -4.0 for v in y], device="cpu")
     train, test = x[:, :200], x[:, 200:]
-    frozen = ko.fit_probes(train, y[:200])
+    frozen = layer_probes.fit_by_layer(train, y[:200])
     same = ko.read_roles(train, y[:200], test, y[200:], frozen)
     assert same["frozen"].all() and torch.equal(same["frozen"], same["refit"])
     perm = torch.tensor([3, 1, 2, 0, 4, 5], device="cpu")  # the role moves to feature 3
@@ -120,3 +120,29 @@ def test_controls_of_one_head_are_its_layer_or_all_others():
     assert ch5_knockout.controls(data, "dobj", 3) == [data["matched"][0]]
     with pytest.raises(ValueError):
         ch5_knockout.controls(data, "dobj", 1, "other")
+
+
+def test_compare_an_arm_with_its_controls_by_hand():
+    def result(v):  # one role, one read-out, two layers
+        return {"refit": {"dobj": [0.5, v]}}
+
+    data = {
+        "intact": result(0.60),
+        "chosen": [{"relation": "dobj", "k": 1, "heads": [[0, 1]], "result": result(0.40),
+                    "drop": {"refit": [[0, 0, 0], [-0.2, -0.3, -0.1]]}}],
+        "single": [{"heads": [[0, h]], "result": result(v)}
+                   for h, v in ((0, 0.55), (1, 0.40), (2, 0.65))]
+        + [{"heads": [[1, 0]], "result": result(0.30)}],
+    }  # fmt: skip
+    assert ch5_knockout.arm(data, "dobj", 1)["heads"] == [[0, 1]]
+    assert ch5_knockout.first_layer_above(data, "dobj", 1) == 1
+    got = ch5_knockout.compare(data, "dobj", 1, "refit", 1)
+    assert got["own"] == pytest.approx(-20.0)
+    assert (got["low"], got["high"]) == pytest.approx((-30.0, -10.0))
+    # the other heads of layer 0: -5 and +5 points; none drops as much as -20
+    assert got["matched"]["median"] == pytest.approx(0.0)
+    assert got["matched"]["worst"] == pytest.approx(-5.0)
+    assert (got["matched"]["as_large"], got["matched"]["n"]) == (0, 2)
+    # every other head: head 1-0 drops by 30 points, more than the arm
+    assert got["random"]["worst"] == pytest.approx(-30.0)
+    assert (got["random"]["as_large"], got["random"]["n"]) == (1, 3)

@@ -92,3 +92,30 @@ def test_word_states_average_word_pieces():
     with torch.inference_mode():
         hidden = torch.stack(model(**enc, output_hidden_states=True).hidden_states)[:, 0]
     torch.testing.assert_close(states[:, 0], hidden[:, 1 : 1 + n].mean(1).float())
+
+
+def test_sentence_control_labels_keep_the_layout_of_control_labels():
+    words = [["The", "cat", "sat"], ["the", "dog"]]
+    labels = [["DET", "NOUN", "VERB"], ["DET", "NOUN"]]
+    nested = lp.sentence_control_labels(words, labels, seed=3)
+    assert [len(x) for x in nested] == [3, 2]
+    assert sum(nested, []) == lp.control_labels(sum(words, []), sum(labels, []), seed=3)
+    assert nested[0][0] == nested[1][0]  # "The" and "the": one word type, one label
+    with pytest.raises(ValueError):
+        lp.sentence_control_labels(words, [["DET"], ["DET", "NOUN"]])
+
+
+def test_hits_by_layer_is_probe_hits_layer_by_layer_fitted_or_frozen():
+    x, y = _toy(200, 0)
+    xt, yt = _toy(100, 1)
+    train = torch.stack([x, -x])  # two "layers"
+    test = torch.stack([xt, xt])  # the second layer's test states are not flipped
+    hits = lp.hits_by_layer(train, y, test, yt)
+    assert hits.shape == (2, 100)
+    for k in range(2):
+        assert torch.equal(hits[k], lp.probe_hits(train[k], y, test[k], yt))
+    assert hits[0].all() and not hits[1].any()  # the flipped layer's probe reads it backwards
+    frozen = lp.fit_by_layer(train, y)
+    assert torch.equal(lp.hits_by_layer(train, y, test, yt, probes=frozen), hits)
+    with pytest.raises(ValueError):
+        lp.hits_by_layer(train, y, test, yt, probes=frozen[:1])

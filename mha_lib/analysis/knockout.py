@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import torch
 
 from mha_lib._checks import check_positive_int, check_tensor
-from mha_lib.analysis.layer_probes import fit_probe, probe_hits
+from mha_lib.analysis.layer_probes import hits_by_layer
 
 ROLES = ("nsubj", "dobj", "pobj")  # subject, direct object, object of a preposition
 Head = tuple[int, int]  # (layer, head)
@@ -124,11 +124,6 @@ def mask_without(heads: Sequence[Head], num_layers: int, num_heads: int) -> torc
     return mask
 
 
-def fit_probes(train_x: torch.Tensor, train_y: Sequence[str]) -> list[object]:
-    """One role probe per layer, fitted on ``train_x`` ``(L + 1, N, D)``: the frozen read-out."""
-    return [fit_probe(train_x[k], train_y) for k in range(train_x.shape[0])]
-
-
 def read_roles(
     train_x: torch.Tensor,
     train_y: Sequence[str],
@@ -137,17 +132,13 @@ def read_roles(
     frozen: Sequence[object],
 ) -> dict[str, torch.Tensor]:
     """``{"frozen": (L + 1, N_test), "refit": (L + 1, N_test)}`` bool hits of the role probes on
-    states of a (possibly damaged) model: the ``frozen`` probes (:func:`fit_probes` on the
-    intact model) read ``test_x`` as they are; the refitted ones are fitted on ``train_x``."""
-    if train_x.dim() != 3 or test_x.dim() != 3 or len(frozen) != test_x.shape[0]:
-        raise ValueError("states must be (L + 1, N, D), with one frozen probe per layer")
-    layers = range(test_x.shape[0])
+    states of a (possibly damaged) model: the ``frozen`` probes (one per layer, fitted on the
+    intact model by :func:`~mha_lib.analysis.layer_probes.fit_by_layer`) read ``test_x`` as
+    they are; the refitted ones are fitted on ``train_x``."""
     return {
-        "frozen": torch.stack([probe_hits(train_x[k], train_y, test_x[k], test_y,
-                                          probe=frozen[k]) for k in layers]),
-        "refit": torch.stack([probe_hits(train_x[k], train_y, test_x[k], test_y)
-                              for k in layers]),
-    }  # fmt: skip
+        "frozen": hits_by_layer(train_x, train_y, test_x, test_y, probes=frozen),
+        "refit": hits_by_layer(train_x, train_y, test_x, test_y),
+    }
 
 
 def accuracy_by_role(hits: torch.Tensor, test_y: Sequence[str]) -> dict[str, list[float]]:

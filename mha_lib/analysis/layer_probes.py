@@ -80,6 +80,24 @@ def control_labels(
     return [table[w.lower()] for w in words]
 
 
+def sentence_control_labels(
+    word_lists: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], seed: int = 0
+) -> list[list[str]]:
+    """:func:`control_labels` for sentences: the same labels, in the same per-sentence layout
+    as ``labels`` (one per word of each sentence of ``word_lists``)."""
+    if len(word_lists) != len(labels) or any(
+        len(w) != len(lab) for w, lab in zip(word_lists, labels, strict=True)
+    ):
+        raise ValueError("word_lists and labels must give one label per word of each sentence")
+    flat = control_labels([w for ws in word_lists for w in ws],
+                          [v for lab in labels for v in lab], seed)  # fmt: skip
+    out, start = [], 0
+    for lab in labels:
+        out.append(flat[start : start + len(lab)])
+        start += len(lab)
+    return out
+
+
 def fit_probe(
     train_x: torch.Tensor, train_y: Sequence[object], *, alpha: float = ALPHA
 ) -> object:
@@ -135,6 +153,38 @@ def probe_hits(
     return torch.as_tensor(predicted == truth, device="cpu")
 
 
+def fit_by_layer(
+    train_x: torch.Tensor, train_y: Sequence[object], *, alpha: float = ALPHA
+) -> list[object]:
+    """One probe per layer (:func:`fit_probe`), fitted on ``train_x`` ``(L + 1, N, D)``."""
+    if train_x.dim() != 3:
+        raise ValueError(f"train_x must be (L + 1, N, D), got {tuple(train_x.shape)}")
+    return [fit_probe(train_x[k], train_y, alpha=alpha) for k in range(train_x.shape[0])]
+
+
+def hits_by_layer(
+    train_x: torch.Tensor,
+    train_y: Sequence[object],
+    test_x: torch.Tensor,
+    test_y: Sequence[object],
+    *,
+    alpha: float = ALPHA,
+    probes: Sequence[object] | None = None,
+) -> torch.Tensor:
+    """``(L + 1, N_test)`` bool: :func:`probe_hits` layer by layer on ``(L + 1, N, D)``
+    states; with ``probes`` (:func:`fit_by_layer`, fitted elsewhere) those read ``test_x``
+    frozen and ``train_x`` is not used."""
+    if train_x.dim() != 3 or test_x.dim() != 3 or train_x.shape[0] != test_x.shape[0]:
+        raise ValueError("train_x and test_x must be (L + 1, N, D) with the same layers")
+    if probes is not None and len(probes) != test_x.shape[0]:
+        raise ValueError("probes must give one probe per layer")
+    return torch.stack([
+        probe_hits(train_x[k], train_y, test_x[k], test_y, alpha=alpha,
+                   probe=None if probes is None else probes[k])
+        for k in range(test_x.shape[0])
+    ])  # fmt: skip
+
+
 def layer_hits(
     states: Sequence[torch.Tensor],
     labels: Sequence[Sequence[object]],
@@ -159,8 +209,7 @@ def layer_hits(
     te = torch.cat([states[i] for i in test], 1)
     ytr = [v for i in train for v in labels[i]]
     yte = [v for i in test for v in labels[i]]
-    hits = [probe_hits(tr[k], ytr, te[k], yte, alpha=alpha) for k in range(tr.shape[0])]
-    return torch.stack(hits)
+    return hits_by_layer(tr, ytr, te, yte, alpha=alpha)
 
 
 def sentence_ids(labels: Sequence[Sequence[object]], sentences: Sequence[int]) -> list[int]:

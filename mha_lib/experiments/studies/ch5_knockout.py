@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -114,11 +115,9 @@ def setup(
     train_words = knockout.role_words(relations, pick)
     test_words = knockout.role_words(relations, report)
     states = layer_probes.word_states(model, tokenizer, words)
-    train_x = knockout.gather(states, train_words)
-    train_y = [relations[i][j] for i, j in train_words]
-    frozen = knockout.fit_probes(train_x, train_y)
     s = Setup(model, tokenizer, words, relations, arcs, pick, report, train_words, test_words,
-              frozen, {})  # fmt: skip
+              [], {})  # fmt: skip
+    s.frozen = layer_probes.fit_by_layer(knockout.gather(states, train_words), s.train_y)
     s.intact = read(s, ())
     return s
 
@@ -154,18 +153,50 @@ def chosen_heads(s: Setup, relation: str, k: int) -> list[tuple[int, int]]:
     return knockout.ranked_heads(*s.arcs, relation, s.pick)[:k]
 
 
+def arm(committed: dict, relation: str, k: int) -> dict:
+    """The committed run that switched off ``relation``'s ``k`` best heads."""
+    return next(c for c in committed["chosen"] if c["relation"] == relation and c["k"] == k)
+
+
 def controls(committed: dict, relation: str, k: int, kind: str = "matched") -> list[dict]:
     """The control runs of the arm that switched off ``relation``'s ``k`` best heads: for one
     head, the other heads of its layer (``"matched"``) or all other heads (``"random"``), from
     the ``single`` part; for more, the drawn sets of that kind."""
     if kind not in ("matched", "random"):
         raise ValueError(f"kind must be 'matched' or 'random', got {kind!r}")
-    arm = next(c for c in committed["chosen"] if c["relation"] == relation and c["k"] == k)
+    chosen = arm(committed, relation, k)
     if k > 1:
         return [e for e in committed[kind] if e["relation"] == relation and e["k"] == k]
-    (layer, head), = arm["heads"]
+    (layer, head), = chosen["heads"]
     return [e for e in committed["single"] if e["heads"][0] != [layer, head]
             and (kind == "random" or e["heads"][0][0] == layer)]  # fmt: skip
+
+
+def change(committed: dict, result: dict, readout: str, role: str, layer: int) -> float:
+    """Points of ``role``'s accuracy that a run's ``result`` gained over the intact model."""
+    return 100 * (result[readout][role][layer] - committed["intact"][readout][role][layer])
+
+
+def compare(committed: dict, relation: str, k: int, readout: str, layer: int) -> dict:
+    """An arm against its controls at one layer, in points of ``relation``'s accuracy: its
+    change (``own``) with the paired interval (``low``, ``high``), and per kind of control
+    its median change, its largest drop (``worst``) and how many drop as much (``as_large``,
+    of ``n``)."""
+    chosen = arm(committed, relation, k)
+    own = change(committed, chosen["result"], readout, relation, layer)
+    low, high = (100 * v for v in chosen["drop"][readout][layer][1:])
+    out: dict[str, object] = {"own": own, "low": low, "high": high}
+    for kind in ("matched", "random"):
+        values = [change(committed, e["result"], readout, relation, layer)
+                  for e in controls(committed, relation, k, kind)]  # fmt: skip
+        out[kind] = {"median": float(np.median(values)), "worst": min(values),
+                     "as_large": sum(v <= own for v in values), "n": len(values)}  # fmt: skip
+    return out
+
+
+def first_layer_above(committed: dict, relation: str, k: int) -> int:
+    """The first layer whose states come after every head the arm switched off."""
+    return max(h[0] for h in arm(committed, relation, k)["heads"]) + 1
 
 
 def live_checks(s: Setup, committed: dict, dobj: dict[str, torch.Tensor]) -> list[Check]:
@@ -173,7 +204,7 @@ def live_checks(s: Setup, committed: dict, dobj: dict[str, torch.Tensor]) -> lis
     switched off (``dobj``: :func:`read` with it), against the file."""
     live_intact = summary(s, s.intact)
     head = chosen_heads(s, "dobj", 1)
-    entry = next(c for c in committed["chosen"] if c["relation"] == "dobj" and c["k"] == 1)
+    entry = arm(committed, "dobj", 1)
     live_dobj = summary(s, dobj)
     checks = [
         Check(f"heads chosen for {c['relation']} (k = {c['k']}): layers and heads",
