@@ -63,6 +63,20 @@ def test_notebook_is_committed_without_outputs(path):
     assert not dirty, f"{path.name}: cells {dirty} carry outputs; the book executes notebooks"
 
 
+@pytest.mark.parametrize(
+    "path", [*NOTEBOOKS, *sorted(REPO.glob("book/*.ipynb"))], ids=lambda p: p.name
+)
+def test_every_cell_has_its_own_id(path):
+    """nbformat 4.5 cells carry ids; one without warns (MissingIDFieldWarning), and with
+    warnings as errors a page run by the tests then fails: caught here, in a second."""
+    nb = json.loads(path.read_text())
+    assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5), path.name
+    ids = [c.get("id") for c in nb["cells"]]
+    missing = [i for i, x in enumerate(ids) if not x]
+    assert not missing, f"{path.name}: cells {missing} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_numbers_are_measured_not_typed(path):
     """Prose, alt text, model shapes and glue carry measured numbers only (typed_numbers.py)."""
