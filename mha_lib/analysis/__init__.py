@@ -15,6 +15,8 @@ independent tools, imported module by module:
   whose answer is known by construction;
 - :mod:`~mha_lib.analysis.heldout`: choose on one half, report on the other, with intervals;
 - :mod:`~mha_lib.analysis.bootstrap`: the one bootstrap interval every quoted score uses;
+- :mod:`~mha_lib.analysis.differences`: a difference shown, shown absent within a margin
+  (equivalence tests), or not detected at this power; corrections for many tests at once;
 - :mod:`~mha_lib.analysis.sense_eval`: the word-sense test that pruning is measured on;
 - :mod:`~mha_lib.analysis.cost`: parameters, FLOPs, map bytes; and
   :mod:`~mha_lib.analysis.timing`: timing several ways of computing the same thing fairly.
