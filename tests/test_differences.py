@@ -105,6 +105,11 @@ def test_the_detectable_difference_is_detected_at_the_stated_power():
     assert hits.mean() == pytest.approx(0.8, abs=0.03)
 
 
+def test_every_field_is_a_python_number():  # glue formats Python numbers, not NumPy's
+    r = compare(RNG.normal(size=5), RNG.normal(size=5), margin=1.0)
+    assert all(type(v) in (float, int) for v in vars(r).values())
+
+
 def test_constant_samples_and_tensors():
     assert compare([0.0, 0.0, 0.0], margin=1.0).outcome == EQUIVALENT
     assert compare([5.0, 5.0], margin=1.0).outcome == DIFFERENT

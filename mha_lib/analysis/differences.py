@@ -139,10 +139,11 @@ def _decide(d: float, se: float, df: float, n: int, margin: float, alpha: float)
         p_lower = float(stats.t.sf((d + margin) / se, df))  # H0: true difference <= -margin
         p_upper = float(stats.t.cdf((d - margin) / se, df))  # H0: true difference >= +margin
         p_diff = float(2 * stats.t.sf(abs(d) / se, df))
+    low90, high90, low95, high95 = d - t1 * se, d + t1 * se, d - t2 * se, d + t2 * se
     return Difference(
         difference=d, stderr=se, df=df, n=n, margin=margin, alpha=alpha,
-        low90=d - t1 * se, high90=d + t1 * se, low95=d - t2 * se, high95=d + t2 * se,
-        p_equivalence=max(p_lower, p_upper), p_difference=p_diff,
+        low90=float(low90), high90=float(high90), low95=float(low95), high95=float(high95),
+        p_equivalence=max(p_lower, p_upper), p_difference=float(p_diff),
         detectable=float((t2 + stats.t.ppf(POWER, df)) * se),
     )  # fmt: skip
 
