@@ -196,3 +196,21 @@ def test_permutation_p_and_detectable_by_hand():
     assert permutation_detectable(null, alpha=0.1) == 19  # 18 gives (1 + 1) / 20 = 0.1
     # 99 draws 0 … 98: (1 + k) / 100 < 0.05 needs k <= 3 draws at least as large: 96
     assert permutation_detectable(np.arange(99)) == 96
+
+
+def test_compare_many_is_compare_then_holm():
+    from mha_lib.analysis.differences import compare_many
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(40, 2, 3))
+    b = a - np.array([[0.0, 0.5, -0.5], [0.01, 2.0, 0.0]]) + rng.normal(0, 0.3, (40, 2, 3))
+    many = compare_many(a, b, margin=0.2)
+    assert many.difference.shape == (2, 3) and many.adjusted.shape == (2, 3)
+    single = [compare(a[:, i, j], b[:, i, j], margin=0.2, paired=True) for i in range(2)
+              for j in range(3)]  # fmt: skip
+    np.testing.assert_allclose(many.adjusted.ravel(), holm([t.p_difference for t in single]))
+    np.testing.assert_allclose(many.difference.ravel(), [t.difference for t in single])
+    assert many.equivalent.ravel().tolist() == [t.equivalent for t in single]
+    assert bool(many.higher[1, 1]) and bool(many.lower[0, 2]) and not many.higher[0, 0]
+    with pytest.raises(ValueError, match="one shape"):
+        compare_many(a, b[:, :1], margin=1.0)

@@ -235,6 +235,55 @@ def best_of(
     )
 
 
+@dataclass(frozen=True)
+class Many:
+    """Many paired comparisons at once (:func:`compare_many`), each as an array of the arms'
+    shape: the mean differences, Holm-adjusted p-values, and which are shown within ±margin."""
+
+    difference: np.ndarray
+    adjusted: np.ndarray
+    equivalent: np.ndarray
+    alpha: float
+
+    @property
+    def higher(self) -> np.ndarray:
+        """Arms shown above their partner after the correction."""
+        return (self.adjusted < self.alpha) & (self.difference > 0)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Arms shown below their partner after the correction."""
+        return (self.adjusted < self.alpha) & (self.difference < 0)
+
+
+def compare_many(
+    a: torch.Tensor | np.ndarray,
+    b: torch.Tensor | np.ndarray,
+    *,
+    margin: float,
+    alpha: float = 0.05,
+) -> Many:
+    """Paired :func:`compare` of ``a[:, k]`` with ``b[:, k]`` for every arm ``k`` at once:
+    ``a`` and ``b`` are ``(N, ...)`` (N paired items, e.g. sentences, by any arms, e.g. layers
+    by heads), and the two-sided p-values are Holm-corrected over all the arms together."""
+    x, y = (t.detach().double().cpu().numpy() if isinstance(t, torch.Tensor) else t for t in (a, b))
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim < 2:
+        raise ValueError(f"a and b must share one shape (N, ...), got {x.shape} and {y.shape}")
+    arms = x.shape[1:]
+    flat_a, flat_b = x.reshape(x.shape[0], -1), y.reshape(y.shape[0], -1)
+    tests = [
+        compare(flat_a[:, k], flat_b[:, k], margin=margin, paired=True, alpha=alpha)
+        for k in range(flat_a.shape[1])
+    ]
+    return Many(
+        difference=np.array([t.difference for t in tests]).reshape(arms),
+        adjusted=holm([t.p_difference for t in tests]).reshape(arms),
+        equivalent=np.array([t.equivalent for t in tests]).reshape(arms),
+        alpha=alpha,
+    )
+
+
 def permutation_p(observed: float, null: Values) -> float:
     """One-sided permutation p-value of ``observed`` against ``null`` (the statistic on
     ``len(null)`` random relabellings): (1 + draws at least as large) / (1 + draws), the share
