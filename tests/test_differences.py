@@ -184,6 +184,16 @@ def test_best_of_by_hand():
         best_of(values[:1], margin=1.0)
 
 
+def test_group_means_by_hand():
+    from mha_lib.analysis.differences import group_means
+
+    values = torch.tensor([[1.0, 2.0, 3.0, 10.0], [0.0, 0.0, 1.0, 1.0]])
+    out = group_means(values, [7, 3, 7, 3])  # groups in sorted order: 3, then 7
+    np.testing.assert_allclose(out, [[6.0, 2.0], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="one group per item"):
+        group_means(values, [1, 2])
+
+
 def test_permutation_p_and_detectable_by_hand():
     from mha_lib.analysis.differences import permutation_detectable, permutation_p
 

@@ -169,6 +169,22 @@ def from_intervals(
     return DIFFERENT if excludes_zero else NOT_DETECTED
 
 
+def group_means(values: torch.Tensor | np.ndarray, groups: Sequence[int]) -> np.ndarray:
+    """``(K, G)``: each row of ``values`` ``(K, N)`` averaged within each group (``groups``
+    gives one id per item; groups in sorted order), so that paired tests pair groups, e.g.
+    sentences whose words are not independent, rather than items."""
+    v = values.detach().double().cpu().numpy() if isinstance(values, torch.Tensor) else values
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 2 or len(groups) != v.shape[1]:
+        raise ValueError(
+            f"values must be (K, N) with one group per item, got {v.shape} and {len(groups)}"
+        )
+    ids = np.unique(np.asarray(groups))
+    index = np.searchsorted(ids, np.asarray(groups))
+    sums = np.stack([np.bincount(index, weights=row, minlength=ids.size) for row in v])
+    return sums / np.bincount(index, minlength=ids.size)
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Which of several arms scored on the same items is highest, and which it is not shown
@@ -212,14 +228,7 @@ def best_of(
     if v.ndim != 2 or v.shape[0] < 2 or v.shape[1] < 2:
         raise ValueError(f"values must be (K, N) with K >= 2 arms and N >= 2 items, got {v.shape}")
     if groups is not None:
-        if len(groups) != v.shape[1]:
-            raise ValueError(
-                f"groups must give one group per item ({v.shape[1]}), got {len(groups)}"
-            )
-        ids = np.unique(np.asarray(groups))
-        index = np.searchsorted(ids, np.asarray(groups))
-        sums = np.stack([np.bincount(index, weights=row, minlength=ids.size) for row in v])
-        v = sums / np.bincount(index, minlength=ids.size)  # (K, G): each group's mean
+        v = group_means(v, groups)  # (K, G)
     means = v.mean(1)
     best = int(np.argmax(means))
     others = [k for k in range(v.shape[0]) if k != best]
