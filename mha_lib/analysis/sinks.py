@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
+from mha_lib._checks import check_positive_int
+
 
 @torch.no_grad()
 def special_mass(
@@ -75,8 +77,7 @@ def sink_ablation(
 
     if not sentences:
         raise ValueError("sink_ablation needs at least one sentence")
-    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
-        raise ValueError(f"draws must be a positive int, got {draws!r}")
+    check_positive_int("draws", draws)
     require_eager(model)
     was_training = model.training
     model.eval()
