@@ -477,8 +477,9 @@ def test_deep_conditions_name_and_configure_their_arms():
     assert (config.weight_decay, config.clip_grad_norm, config.init_scale) == (0.0, deep.CLIP, 1)
     assert deep.DeepCondition(layers=1).name == "1 layer post-norm, Xavier, AdamW"
     assert deep.DeepCondition(optimizer="sgd", lr=0.3).config().lr == 0.3
+    assert len(deep.conditions()) == 7 + 2 * (len(deep.DEPTHS) - 1)
     assert deep.xavier_of(c) == deep.DeepCondition(optimizer="sgd", clip=True)
-    every = deep.conditions() + deep.sgd_lr_conditions() + deep.init_conditions()
+    every = deep.conditions() + deep.init_conditions()
     assert len({c.name for c in every}) == len(set(every))  # a name names one arm
     for bad in ({"scale": 2.0}, {"weights": "qkv"}, {"norm": "mid"}, {"optimizer": "lion"},
                 {"weights": "o", "scale": 2.0}):  # fmt: skip

@@ -13,16 +13,13 @@ that explosion has its chance, and tells the two stories apart:
   projections, the value projection, the value and output projections, both layers of every
   MLP, or the readout; seeds :data:`INIT_SEEDS`.
 - ``runs``: trained for :data:`STEPS` steps, seeds :data:`SEEDS` (:func:`conditions`). At
-  :data:`PANEL_DEPTH` post-norm layers: Xavier, q/k/v × :data:`BIG` (heads saturated, gradients
-  exploding) and the readout × :data:`READOUT_SCALE` (gradients exploding, the heads as
-  Xavier's), each under AdamW and under SGD with momentum, with and without clipping the
-  gradient to a total norm of :data:`CLIP`. AdamW's step is about the learning rate per weight
-  whatever the gradient's size, so clipping has little to do there; SGD's step is the gradient
-  times the learning rate, which clipping bounds. At the other :data:`DEPTHS`: Xavier and q/k/v
-  × :data:`BIG` under AdamW.
-- ``sgd_lr``: Xavier under SGD at the other rates of :data:`SGD_LRS`, seeds
-  :data:`SGD_LR_SEEDS`: how :data:`SGD_LR` was chosen (the fastest at Xavier with the panel's
-  runs of those seeds).
+  :data:`PANEL_DEPTH` post-norm layers under AdamW: Xavier, q/k/v × :data:`BIG` (heads
+  saturated, gradients exploding) and the readout × :data:`READOUT_SCALE` (gradients exploding,
+  the heads as Xavier's). AdamW's step is about the learning rate per weight whatever the
+  gradient's size, so clipping would have little to do there; SGD's step is the gradient times
+  the learning rate, which clipping bounds: Xavier and q/k/v × :data:`BIG` under SGD with
+  momentum, with and without clipping the gradient to a total norm of :data:`CLIP`. At the
+  other :data:`DEPTHS`: Xavier and q/k/v × :data:`BIG` under AdamW.
 
 What counts as what was fixed before the runs. A gradient *explodes* when its norm on the first
 training batch is at least :data:`EXPLODES` times Xavier's at the same depth and seed (the 95 %
@@ -33,18 +30,19 @@ it raises the final accuracy, paired by seed, by a difference shown and larger t
 *saturated* when their mean top weight is at least :data:`SATURATED`; a head is *unused* when
 silencing it costs less than :data:`UNUSED_POINTS` points.
 
-Regenerate the committed results (about an hour on 2 quiet cores) with::
+Regenerate the committed results (about 20 minutes of CPU time) with::
 
-    .venv/bin/python scripts/ch7_deep.py --processes 2 [--only init runs sgd_lr]
+    .venv/bin/python scripts/ch7_deep.py --processes 2 [--only init runs]
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build reproduces
-the file bit for bit. A saturated start magnifies the kernels' last-bit differences even before
-the first step, so the checks (:func:`init_checks`, :func:`run_checks`) compare such a start's
-gradient within :data:`SATURATED_TOLERANCE` of its value, far below the thousandfold effects.
+the file bit for bit. Scores made 256 times larger magnify the kernels' last-bit differences
+even before the first step, so the checks (:func:`init_checks`, :func:`run_checks`) compare
+such a start's gradient within a factor :data:`SCORES_FACTOR`, far below its effect.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -79,11 +77,14 @@ from mha_lib.experiments.training import (
 NAME = "ch7_deep.json"
 BASE = ch7_init.BASE  # d_model 32, four heads, associative recall
 STEPS = ch7_init.BASE.steps  # 600, as the one-layer grid
-SEEDS = (0, 1, 2, 3, 4)
+SEEDS = (0, 1, 2)
 PANEL_DEPTH = 6
-DEPTHS = (1, 3, PANEL_DEPTH, 12)
+# Trained depths. Twelve post-norm layers are measured at initialisation only: at Xavier's scale
+# they did not learn the task in 600 steps (a first run of this study: 30 % and 23 % for seeds
+# 0 and 1, chance 12.5 %), so there is no learning model to set a stuck one against.
+DEPTHS = (1, 3, PANEL_DEPTH)
 INIT_DEPTHS = (1, 2, 3, 4, 6, 8, 12)
-INIT_SEEDS = tuple(range(10))
+INIT_SEEDS = (0, 1, 2, 3, 4)
 NORMS = ("post", "pre")
 WEIGHTS = ("qk", "qkv", "v", "vo", "mlp", "readout")
 BIG = ch7_init.BIG  # 16
@@ -93,9 +94,10 @@ BIG = ch7_init.BIG  # 16
 # that learns something shows whether its heads are in use.
 READOUT_SCALE = 8.0
 CLIP = ch7_init.CLIP  # 1.0
-SGD_LR = 0.1  # SGD with momentum 0.9, no weight decay: the fastest of SGD_LRS at Xavier
-SGD_LRS = (0.03, 0.1, 0.3)
-SGD_LR_SEEDS = (0, 1, 2)
+# SGD with momentum 0.9, no weight decay. Its rate from a pilot at six layers, Xavier, seed 0:
+# after 300 steps 0.03 reached 26 %, 0.1 28 % and 0.3 collapsed to chance; over 900 steps 0.05
+# and 0.1 both reached 100 %, and 0.1 clipped at CLIP 99 % in 600 steps.
+SGD_LR = 0.1
 PROBES = ch7_init.PROBES
 WINDOWS = ch7_init.WINDOWS
 
@@ -196,9 +198,9 @@ def conditions() -> list[DeepCondition]:
     readout = DeepCondition(weights="readout", scale=READOUT_SCALE)
     sgd = {"optimizer": "sgd"}
     panel = [
-        xavier, replace(xavier, **sgd), replace(xavier, **sgd, clip=True),
-        big, replace(big, clip=True), replace(big, **sgd), replace(big, **sgd, clip=True),
-        readout, replace(readout, **sgd), replace(readout, **sgd, clip=True),
+        xavier, big, readout,
+        replace(xavier, **sgd), replace(xavier, **sgd, clip=True),
+        replace(big, **sgd), replace(big, **sgd, clip=True),
     ]  # fmt: skip
     depths = [
         DeepCondition(layers=layers, weights=weights, scale=scale)
@@ -207,11 +209,6 @@ def conditions() -> list[DeepCondition]:
         for weights, scale in ((None, 1.0), ("qkv", BIG))
     ]
     return panel + depths
-
-
-def sgd_lr_conditions() -> list[DeepCondition]:
-    """Xavier under SGD at the rates of :data:`SGD_LRS` other than :data:`SGD_LR`."""
-    return [DeepCondition(optimizer="sgd", lr=lr) for lr in SGD_LRS if lr != SGD_LR]
 
 
 def init_conditions() -> list[DeepCondition]:
@@ -356,36 +353,45 @@ def init_ratios(records: Sequence[dict], condition: DeepCondition) -> np.ndarray
 
 # --- checks
 
-# What a recomputation must share with the file. At initialisation from an unsaturated start,
-# nothing chaotic has happened: the gradient norm and the top weights agree far within 1e-3
-# relative across CPU kernels. A saturated start magnifies the last bits: in the earlier deep
-# runs seed 0's first gradient differed by up to 21 % between AVX-512 and plain-C kernels,
-# against an effect of a thousand times; such a start's gradient is checked within half of its
-# value (its top weights, a forward quantity, still within 1e-3).
+# What a recomputation must share with the file. From a start whose scores are at Xavier's
+# scale nothing chaotic happens before the first step: the gradient norm and the top weights
+# agreed to the last bit between AVX-512, AVX2 and plain-C kernels (seed 0, six and twelve
+# layers). Query and key weights 16 times too large make the scores 256 times larger and the
+# backward pass magnifies the last bits: at six layers the first gradient differed by 1.8 %
+# (AVX2) and 45 % (plain C) from AVX-512's, at twelve by up to a factor of 5, against effects of
+# a thousand to a million times. Such a start's gradient is checked within a factor
+# SCORES_FACTOR either way, at up to six layers (its top weights, a forward quantity, within
+# 1e-3: they moved by at most 3.6e-4); twelve such layers are not checked, only reported.
 INIT_TOLERANCE = ch7_init.INIT_TOLERANCE
-SATURATED_TOLERANCE = 0.5
+SCORES_FACTOR = 3.0
 CEILING, LEARNING_TOLERANCE = ch7_init.CEILING, ch7_init.LEARNING_TOLERANCE
 CHAOTIC_TOLERANCE = ch7_init.CHAOTIC_TOLERANCE
 INIT_SAMPLE = tuple(
-    (DeepCondition(layers=layers, weights=weights, scale=1.0 if weights is None else BIG), 0)
-    for layers, weights in (
-        (PANEL_DEPTH, None), (PANEL_DEPTH, "qkv"), (PANEL_DEPTH, "qk"), (PANEL_DEPTH, "vo"),
-        (PANEL_DEPTH, "mlp"), (PANEL_DEPTH, "readout"), (12, None), (12, "qkv"),
+    (DeepCondition(layers=layers, norm=norm, weights=weights, scale=scale), 0)
+    for layers, norm, weights, scale in (
+        (PANEL_DEPTH, "post", None, 1.0), (PANEL_DEPTH, "post", "qkv", BIG),
+        (PANEL_DEPTH, "post", "qk", BIG), (PANEL_DEPTH, "post", "vo", BIG),
+        (PANEL_DEPTH, "post", "mlp", BIG), (PANEL_DEPTH, "post", "readout", READOUT_SCALE),
+        (PANEL_DEPTH, "pre", "qkv", BIG), (3, "post", "qkv", BIG), (12, "post", None, 1.0),
     )
 )  # fmt: skip
 LIVE_RUN = (DeepCondition(layers=1), 0)  # the cheapest trained run: one post-norm layer
 
 
-def _saturated(top_weight: Sequence[Sequence[float]]) -> bool:
-    return float(np.mean(top_weight)) >= SATURATED
+def gradient_check(what: str, condition: DeepCondition, live: float, committed: float) -> Check:
+    """A first gradient norm: within :data:`INIT_TOLERANCE` (relative), or, with the scores
+    scaled (q/k ×), its log10 within log10(:data:`SCORES_FACTOR`)."""
+    if condition.weights in ("qk", "qkv"):
+        return Check(f"{what} (scaled scores: log10)", math.log10(live), math.log10(committed),
+                     math.log10(SCORES_FACTOR))  # fmt: skip
+    return Check(what, live, committed, INIT_TOLERANCE, relative=True)
 
 
 def init_checks(
     records: Sequence[dict], sample: Sequence[tuple[DeepCondition, int]] = INIT_SAMPLE
 ) -> list[Check]:
     """Committed ``init`` records of ``sample`` recomputed now (one forward and backward pass
-    each): the first gradient norm (within :data:`SATURATED_TOLERANCE` for a saturated start)
-    and every head's top weight."""
+    each): the first gradient norm (:func:`gradient_check`) and every head's top weight."""
     checks = []
     for condition, seed in sample:
         key = (condition.name, seed)
@@ -394,12 +400,9 @@ def init_checks(
             raise ValueError(f"no committed init record of {condition.name!r}, seed {seed}")
         new = at_init(condition, seed)
         name = f"{condition.name}, seed {seed}"
-        saturated = _saturated(old["top_weight"])
         checks += [
-            Check(f"{name}: gradient norm on the first training batch"
-                  + (" (a saturated start)" if saturated else ""), new["grad_norm_first"],
-                  old["grad_norm_first"],
-                  SATURATED_TOLERANCE if saturated else INIT_TOLERANCE, relative=True),
+            gradient_check(f"{name}: gradient norm on the first training batch", condition,
+                           new["grad_norm_first"], old["grad_norm_first"]),
             Check(f"{name}: top weight of every head at init", sum(new["top_weight"], []),
                   sum(old["top_weight"], []), INIT_TOLERANCE, relative=True),
         ]  # fmt: skip
@@ -414,12 +417,11 @@ def run_checks(live: dict, committed: dict) -> list[Check]:
     if any(live[key] != committed[key] for key in same):
         raise ValueError("live and committed are not the same configuration and seed")
     name = f"{live['condition']['name']}, seed {live['seed']}"
-    saturated = _saturated(committed["top_weight"][0])
+    condition = DeepCondition(**{k: v for k, v in live["condition"].items() if k != "name"})
     learned = committed["result"]["final_accuracy"] >= CEILING
     return [
-        Check(f"{name}: gradient norm on the first training batch",
-              live["train"]["grad_norm_first"], committed["train"]["grad_norm_first"],
-              SATURATED_TOLERANCE if saturated else INIT_TOLERANCE, relative=True),
+        gradient_check(f"{name}: gradient norm on the first training batch", condition,
+                       live["train"]["grad_norm_first"], committed["train"]["grad_norm_first"]),
         Check(f"{name}: final accuracy" + ("" if learned else " (a chaotic run)"),
               live["result"]["final_accuracy"], committed["result"]["final_accuracy"],
               LEARNING_TOLERANCE if learned else CHAOTIC_TOLERANCE),
@@ -451,7 +453,6 @@ def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
     return {
         "init": [("init", c, s) for c in init_conditions() for s in INIT_SEEDS],
         "runs": [("runs", c, s) for c in conditions() for s in SEEDS],
-        "sgd_lr": [("sgd_lr", c, s) for c in sgd_lr_conditions() for s in SGD_LR_SEEDS],
     }
 
 
