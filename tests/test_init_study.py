@@ -506,3 +506,24 @@ def test_explosion_reads_the_log_ratios_against_ten_times():
     assert explosion([1.1, 0.9, 1.3, 1.0])[0] == "does not explode"
     outcome, difference = explosion([5.0, 30.0, 8.0, 20.0])  # around ten times, spread
     assert outcome == "undecided" and difference.low95 < 1 < difference.high95
+
+
+def test_deep_readers_of_committed_records():
+    from mha_lib.experiments.studies import ch7_deep as deep
+
+    run = {"top_weight": [[[0.2, 0.4]], [[0.9, 1.0]]],  # (probes, layers, heads)
+           "ablation": {"accuracy": 0.9, "without_head": [[0.895, 0.5]]}}  # fmt: skip
+    assert deep.mean_top([run]).tolist() == pytest.approx([0.95])
+    assert deep.mean_top([run], 0).tolist() == pytest.approx([0.3])
+    assert deep.unused_heads([run]).tolist() == [1]  # head 0 costs half a point, head 1 forty
+    big = deep.DeepCondition(layers=2, weights="qk", scale=16.0)
+    records = [
+        {"condition": {"name": c.name}, "seed": seed, "top_weight": [[top, top]],
+         "grad_norm_first": norm * (seed + 1)}
+        for c, norm, top in ((deep.xavier_of(big), 2.0, 0.3), (big, 50.0, 0.99))
+        for seed in reversed(deep.INIT_SEEDS)
+    ]  # fmt: skip
+    assert deep.init_ratios(records, big).tolist() == [25.0] * len(deep.INIT_SEEDS)
+    assert deep.init_top(records, big).tolist() == pytest.approx([0.99] * len(deep.INIT_SEEDS))
+    with pytest.raises(ValueError, match="lacks seeds"):
+        deep.init_ratios(records[1:], big)

@@ -351,6 +351,30 @@ def init_ratios(records: Sequence[dict], condition: DeepCondition) -> np.ndarray
     return norms(condition) / norms(xavier_of(condition))
 
 
+def init_top(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
+    """Per seed of :data:`INIT_SEEDS`: the heads' mean top weight at initialisation."""
+    found = {r["seed"]: np.mean(r["top_weight"]) for r in records
+             if r["condition"]["name"] == condition.name}  # fmt: skip
+    if sorted(found) != list(INIT_SEEDS):
+        raise ValueError(f"the init part lacks seeds of {condition.name!r}")
+    return np.array([found[seed] for seed in INIT_SEEDS], dtype=float)
+
+
+def mean_top(runs: Sequence[dict], step: int = -1) -> np.ndarray:
+    """Per run of :func:`run`: its heads' mean top weight at a probe step (-1: the end)."""
+    return np.array([np.mean(r["top_weight"][step]) for r in runs], dtype=float)
+
+
+def unused_heads(runs: Sequence[dict]) -> np.ndarray:
+    """Per run of :func:`run`: how many heads cost less than :data:`UNUSED_POINTS` accuracy
+    points when silenced at the end."""
+    counts = []
+    for r in runs:
+        lost = r["ablation"]["accuracy"] - np.array(r["ablation"]["without_head"])  # (L, H)
+        counts.append(int((100 * lost < UNUSED_POINTS).sum()))
+    return np.array(counts)
+
+
 # --- checks
 
 # What a recomputation must share with the file. From a start whose scores are at Xavier's
