@@ -512,10 +512,16 @@ def test_deep_readers_of_committed_records():
     from mha_lib.experiments.studies import ch7_deep as deep
 
     run = {"top_weight": [[[0.2, 0.4]], [[0.9, 1.0]]],  # (probes, layers, heads)
-           "ablation": {"accuracy": 0.9, "without_head": [[0.895, 0.5]]}}  # fmt: skip
+           "ablation": {"accuracy": 0.9, "without_head": [[0.895, 0.5]]},
+           "result": {"eval_loss": [2.1, 0.3]}}  # fmt: skip
+    nan = {"top_weight": [[[0.2, 0.4]], [[None, None]]], "ablation": run["ablation"],
+           "result": {"eval_loss": [2.1, None]}}  # weights NaN by the end  # fmt: skip
     assert deep.mean_top([run]).tolist() == pytest.approx([0.95])
-    assert deep.mean_top([run], 0).tolist() == pytest.approx([0.3])
+    assert deep.mean_top([run, nan], 0).tolist() == pytest.approx([0.3, 0.3])
+    assert math.isnan(deep.mean_top([nan])[0])
     assert deep.unused_heads([run]).tolist() == [1]  # head 0 costs half a point, head 1 forty
+    assert deep.diverged([run, nan]).tolist() == [False, True]
+    assert math.isnan(deep.unused_heads([nan])[0])
     big = deep.DeepCondition(layers=2, weights="qk", scale=16.0)
     records = [
         {"condition": {"name": c.name}, "seed": seed, "top_weight": [[top, top]],

@@ -47,6 +47,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -337,6 +338,60 @@ def explosion(ratios: Sequence[float] | np.ndarray) -> tuple[str, Difference]:
     return ("does not explode" if difference.equivalent else "undecided"), difference
 
 
+# The lines chapter 7 shows from the init part: (norm, weights, scale), Xavier's first.
+INIT_LINES = (
+    ("post", None, 1.0),
+    *(("post", weights, BIG) for weights in WEIGHTS),
+    ("post", "readout", READOUT_SCALE),
+    ("pre", "qk", BIG),
+    ("pre", "qkv", BIG),
+)
+
+
+def geomean(values: Sequence[float] | np.ndarray, axis: int | None = None) -> np.ndarray:
+    """The geometric mean (of ratios, whose arithmetic mean the largest would dominate)."""
+    return np.exp(np.log(np.asarray(values, dtype=float)).mean(axis))
+
+
+def init_label(norm: str, weights: str | None, scale: float) -> str:
+    """``"qk ×16"``, ``"qkv ×16, pre-norm"``, ``"Xavier"``: a line of :data:`INIT_LINES`."""
+    name = "Xavier" if weights is None else f"{weights} ×{scale:g}"
+    return name + (", pre-norm" if norm == "pre" else "")
+
+
+class InitSummary(NamedTuple):
+    """One line of :data:`INIT_LINES` at every depth of :data:`INIT_DEPTHS`."""
+
+    ratios: np.ndarray  # (seeds, depths): the first gradient ÷ Xavier's, same depth and seed
+    outcomes: list[str]  # per depth: :func:`explosion` of those ratios
+    tops: np.ndarray  # (seeds, depths): the heads' mean top weight at initialisation
+
+    @property
+    def first_exploding(self) -> int | None:
+        """The fewest layers from which every deeper stack explodes (None: not the deepest)."""
+        for i, layers in enumerate(INIT_DEPTHS):
+            if all(outcome == "explodes" for outcome in self.outcomes[i:]):
+                return layers
+        return None
+
+
+def init_summary(
+    records: Sequence[dict], norm: str, weights: str | None, scale: float
+) -> InitSummary:
+    """The init part's records of one line, every depth: ratios, outcomes, top weights."""
+    conditions = [DeepCondition(layers, norm, weights, scale) for layers in INIT_DEPTHS]
+    ratios = np.array([init_ratios(records, c) for c in conditions]).T  # (seeds, depths)
+    tops = np.array([init_top(records, c) for c in conditions]).T  # (seeds, depths)
+    return InitSummary(ratios, [explosion(r)[0] for r in ratios.T], tops)
+
+
+def first_ratio(arms: dict, condition: DeepCondition) -> np.ndarray:
+    """Per seed of trained runs (``arms``: :class:`~.ch7_init.Arms` of the ``runs`` part): the
+    first gradient ÷ Xavier's at the same depth and training."""
+    norms = [arms.train_stat(c, "grad_norm_first") for c in (condition, xavier_of(condition))]
+    return norms[0] / norms[1]
+
+
 def init_ratios(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
     """Per seed of :data:`INIT_SEEDS`: ``condition``'s first gradient norm over Xavier's."""
 
@@ -360,18 +415,25 @@ def init_top(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
     return np.array([found[seed] for seed in INIT_SEEDS], dtype=float)
 
 
+def diverged(runs: Sequence[dict]) -> np.ndarray:
+    """Per run of :func:`run`: whether its weights became NaN (its last held-out loss is)."""
+    return np.array([r["result"]["eval_loss"][-1] is None for r in runs])
+
+
 def mean_top(runs: Sequence[dict], step: int = -1) -> np.ndarray:
-    """Per run of :func:`run`: its heads' mean top weight at a probe step (-1: the end)."""
-    return np.array([np.mean(r["top_weight"][step]) for r in runs], dtype=float)
+    """Per run of :func:`run`: its heads' mean top weight at a probe step (-1: the end); NaN
+    for a run whose weights had become NaN by then."""
+    return np.array([np.mean(np.array(r["top_weight"][step], dtype=float)) for r in runs])
 
 
 def unused_heads(runs: Sequence[dict]) -> np.ndarray:
     """Per run of :func:`run`: how many heads cost less than :data:`UNUSED_POINTS` accuracy
-    points when silenced at the end."""
+    points when silenced at the end (NaN for a run that diverged: its output is NaN with or
+    without any head)."""
     counts = []
-    for r in runs:
+    for r, lost_all in zip(runs, diverged(runs), strict=True):
         lost = r["ablation"]["accuracy"] - np.array(r["ablation"]["without_head"])  # (L, H)
-        counts.append(int((100 * lost < UNUSED_POINTS).sum()))
+        counts.append(math.nan if lost_all else float((100 * lost < UNUSED_POINTS).sum()))
     return np.array(counts)
 
 
