@@ -1,6 +1,7 @@
 """Chapter 7's initialisation study: scaled projections of chosen heads, optimizers, clipping,
 training traces, score gradients and the floors, each against an independent reference."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -401,3 +402,134 @@ def test_silencing_a_head_is_zeroing_its_output_columns():
         with torch.no_grad():
             silenced.attentions[0].out_proj.weight[:, 4 * head : 4 * head + 4] = 0.0
         assert report["without_head"][0][head] == pytest.approx(accuracy(silenced), abs=1e-9)
+
+
+# --- what chapter 7's pages read: committed runs by condition, table cells and glue keys
+
+
+def test_arms_read_runs_by_condition_in_seed_order():
+    from mha_lib.experiments.studies.ch7_init import Arms, Condition, condition_of, key_of, pm, sgd
+
+    xavier, big = Condition(), Condition(scale=16.0, heads=(0,))
+
+    def record(condition, seed, accuracy):
+        return {"condition": {**dataclasses.asdict(condition), "name": condition.name},
+                "seed": seed, "result": {"final_accuracy": accuracy},
+                "probe": {"top_weight": [[seed, 0.5], [seed + 1, 0.5]]},
+                "train": {"grad_norm_first": 10.0 * seed}}  # fmt: skip
+
+    arms = Arms([record(big, 1, 0.25), record(xavier, 0, 0.5), record(big, 0, 0.75)])
+    assert [r["seed"] for r in arms[big.name]] == [0, 1]  # sorted by seed
+    assert arms.final(big).tolist() == [75.0, 25.0]
+    assert arms.probe(big, "top_weight", step=1).tolist() == [[1, 0.5], [2, 0.5]]
+    assert arms.train_stat(big, "grad_norm_first").tolist() == [0.0, 10.0]
+    with pytest.raises(KeyError, match="no committed runs"):
+        arms.final(sgd())
+    assert pm([1.0, 2.0, 3.0]) == "2.0 ± 1.0"
+    assert key_of(xavier) == "1_qk" and key_of(big) == "16_qk_h0"
+    assert key_of(sgd(scale=16.0, clip=True)) == "16_qk_sgd_clip"
+    assert key_of(Condition(scale=16.0, projections=("q", "k", "v"), steps=3000)) == "16_qkv_long"
+    assert key_of(Condition(scale=2.5, projections=("v",))) == "2_5_v"
+    assert condition_of(arms[big.name][0]) == big
+
+
+# --- the deep study: which weights, how deep, which optimizer
+
+
+def test_scale_weights_multiplies_one_group_in_every_layer():
+    from mha_lib.experiments.studies.ch7_deep import scale_weights_
+
+    groups = {
+        "qk": ("attn.q_proj.weight", "attn.k_proj.weight"),
+        "qkv": ("attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight"),
+        "v": ("attn.v_proj.weight",),
+        "vo": ("attn.v_proj.weight", "attn.out_proj.weight"),
+        "mlp": ("mlp.0.weight", "mlp.2.weight"),
+    }
+    for weights, names in [*groups.items(), ("readout", None)]:
+        base, scaled = model(num_layers=2), model(num_layers=2)
+        assert scale_weights_(scaled, weights, 3.0) is scaled
+        expected = {"head.weight"} if names is None else {
+            f"blocks.{layer}.{name}" for layer in range(2) for name in names}  # fmt: skip
+        after = dict(scaled.named_parameters())
+        differ = {n for n, p in base.named_parameters() if not torch.equal(p, after[n])}
+        assert differ == expected, weights
+        for name in differ:
+            torch.testing.assert_close(after[name], 3.0 * dict(base.named_parameters())[name])
+    # "qkv" is the toy model's own init_scale path: exactly W · s
+    for a, b in zip(scale_weights_(model(num_layers=2), "qkv", 16.0).parameters(),
+                    model(num_layers=2, init_scale=16.0).parameters(), strict=True):  # fmt: skip
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="weights"):
+        scale_weights_(model(), "o", 2.0)
+    with pytest.raises(TypeError, match="ToyTransformer"):
+        scale_weights_(torch.nn.Linear(2, 2), "qk", 2.0)
+
+
+def test_deep_conditions_name_and_configure_their_arms():
+    from mha_lib.experiments.studies import ch7_deep as deep
+
+    c = deep.DeepCondition(weights="qkv", scale=16.0, optimizer="sgd", clip=True)
+    assert c.name == "6 layers post-norm, qkv ×16, SGD, clipped"
+    config = c.config()
+    assert (config.num_layers, config.steps, config.optimizer, config.lr) == (
+        6, deep.STEPS, "sgd", deep.SGD_LR)  # fmt: skip
+    assert (config.weight_decay, config.clip_grad_norm, config.init_scale) == (0.0, deep.CLIP, 1)
+    assert deep.DeepCondition(layers=1).name == "1 layer post-norm, Xavier, AdamW"
+    assert deep.DeepCondition(optimizer="sgd", lr=0.3).config().lr == 0.3
+    assert len(deep.conditions()) == 7 + 2 * (len(deep.DEPTHS) - 1)
+    assert deep.xavier_of(c) == deep.DeepCondition(optimizer="sgd", clip=True)
+    every = deep.conditions() + deep.init_conditions()
+    assert len({c.name for c in every}) == len(set(every))  # a name names one arm
+    for bad in ({"scale": 2.0}, {"weights": "qkv"}, {"norm": "mid"}, {"optimizer": "lion"},
+                {"weights": "o", "scale": 2.0}):  # fmt: skip
+        with pytest.raises(ValueError):
+            deep.DeepCondition(**bad)
+
+
+def test_deep_at_init_is_the_first_step_of_training():
+    from mha_lib.experiments.studies import ch7_deep as deep
+
+    condition = deep.DeepCondition(layers=2, weights="qk", scale=4.0)
+    first = deep.at_init(condition, 3)
+    _, result, _ = deep.trained(condition, 3, stop_after=1)
+    assert first["grad_norm_first"] == deep.as_stored(result.trace["grad_norm"][0])
+    assert first["top_weight"] == deep.as_stored(result.trace["probe"][0]["top_weight"])
+    assert first["condition"]["name"] == condition.name and first["seed"] == 3
+
+
+def test_explosion_reads_the_log_ratios_against_ten_times():
+    from mha_lib.experiments.studies.ch7_deep import EXPLODES, explosion
+
+    assert EXPLODES == 10.0
+    assert explosion([100.0, 200.0, 150.0, 120.0])[0] == "explodes"
+    assert explosion([1.1, 0.9, 1.3, 1.0])[0] == "does not explode"
+    outcome, difference = explosion([5.0, 30.0, 8.0, 20.0])  # around ten times, spread
+    assert outcome == "undecided" and difference.low95 < 1 < difference.high95
+
+
+def test_deep_readers_of_committed_records():
+    from mha_lib.experiments.studies import ch7_deep as deep
+
+    run = {"top_weight": [[[0.2, 0.4]], [[0.9, 1.0]]],  # (probes, layers, heads)
+           "ablation": {"accuracy": 0.9, "without_head": [[0.895, 0.5]]},
+           "result": {"eval_loss": [2.1, 0.3]}}  # fmt: skip
+    nan = {"top_weight": [[[0.2, 0.4]], [[None, None]]], "ablation": run["ablation"],
+           "result": {"eval_loss": [2.1, None]}}  # weights NaN by the end  # fmt: skip
+    assert deep.mean_top([run]).tolist() == pytest.approx([0.95])
+    assert deep.mean_top([run, nan], 0).tolist() == pytest.approx([0.3, 0.3])
+    assert math.isnan(deep.mean_top([nan])[0])
+    assert deep.unused_heads([run]).tolist() == [1]  # head 0 costs half a point, head 1 forty
+    assert deep.diverged([run, nan]).tolist() == [False, True]
+    assert math.isnan(deep.unused_heads([nan])[0])
+    big = deep.DeepCondition(layers=2, weights="qk", scale=16.0)
+    records = [
+        {"condition": {"name": c.name}, "seed": seed, "top_weight": [[top, top]],
+         "grad_norm_first": norm * (seed + 1)}
+        for c, norm, top in ((deep.xavier_of(big), 2.0, 0.3), (big, 50.0, 0.99))
+        for seed in reversed(deep.INIT_SEEDS)
+    ]  # fmt: skip
+    assert deep.init_ratios(records, big).tolist() == [25.0] * len(deep.INIT_SEEDS)
+    assert deep.init_top(records, big).tolist() == pytest.approx([0.99] * len(deep.INIT_SEEDS))
+    with pytest.raises(ValueError, match="lacks seeds"):
+        deep.init_ratios(records[1:], big)

@@ -280,3 +280,20 @@ def test_worst_share_is_the_largest_difference_over_its_tolerance():
     assert worst_share([Check("off", 3, 4, 0)]) == math.inf
     with pytest.raises(ValueError, match="at least one"):
         worst_share([])
+
+
+def test_run_all_gives_the_results_in_the_items_order():
+    import operator
+
+    from mha_lib.experiments.reproduce import run_all
+
+    assert run_all(operator.neg, [3, -1, 4, -1, 5], 2, longest_first=abs) == [-3, 1, -4, 1, -5]
+
+
+def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
+    from mha_lib.experiments.reproduce import on_plain_kernels
+
+    record = on_plain_kernels(provenance, 1)  # a module-level function, its JSON result back
+    assert record["cpu_capability"] == "DEFAULT" and record["threads"] == 1
+    with pytest.raises(ValueError, match="module-level"):
+        on_plain_kernels(lambda: 1)

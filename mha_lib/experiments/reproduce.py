@@ -3,8 +3,9 @@
 Experiments too slow for a chapter are studies (:mod:`mha_lib.experiments.studies`), run
 from ``scripts/`` and committed as a small JSON file in ``scripts/results``
 (:func:`results_dir`). What every study's command line repeats lives here once: its options
-(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`), rounding for the
-file (:func:`rounded`), and the parts a partial rerun keeps (:func:`start_parts`).
+(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`, :func:`run_all`),
+rounding for the file (:func:`rounded`), the parts a partial rerun keeps (:func:`start_parts`),
+and a sample re-run on torch's plain-C kernels (:func:`on_plain_kernels`).
 Two things keep such a file honest:
 
 * **Provenance.** Every part of the file records the git commit, torch version, CPU
@@ -33,6 +34,8 @@ import math
 import os
 import platform
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -205,6 +208,48 @@ def run_jobs(
 def _indexed(task: tuple[Callable, int, object]) -> tuple[int, object]:
     job, index, item = task
     return index, job(item)
+
+
+def run_all(
+    job: Callable[[_Item], _Result],
+    items: Sequence[_Item],
+    processes: int,
+    *,
+    longest_first: Callable[[_Item], float] | None = None,
+) -> list[_Result]:
+    """:func:`run_jobs` waited for: every item's result, in the order of ``items``."""
+    done = dict(run_jobs(job, items, processes, longest_first=longest_first))
+    return [done[i] for i in range(len(items))]
+
+
+PLAIN_KERNELS = "default"  # ATEN_CPU_CAPABILITY for torch's plain-C kernels
+
+
+def on_plain_kernels(function: Callable[..., object], *args: object) -> object:
+    """``function(*args)`` run in a child process on torch's plain-C kernels
+    (``ATEN_CPU_CAPABILITY=default``), as a CPU without vector instructions would run it.
+
+    A study measures the gap its tolerances must cover this way: it re-runs a sample in the
+    child and keeps what its checks compare. ``function`` must be importable by name (defined
+    at the top of a module); ``args`` and its result travel as JSON."""
+    module, name = function.__module__, function.__qualname__
+    if module == "__main__" or "." in name:
+        raise ValueError(f"{name} must be a module-level function of an importable module")
+    child = (
+        "import json, sys\n"
+        f"from {module} import {name} as function\n"
+        "result = function(*json.loads(sys.argv[1]))\n"
+        "with open(sys.argv[2], 'w') as out:\n"
+        "    json.dump(result, out)\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        subprocess.run(
+            [sys.executable, "-c", child, json.dumps(list(args)), str(out)],
+            env={**os.environ, "ATEN_CPU_CAPABILITY": PLAIN_KERNELS},
+            check=True,
+        )
+        return json.loads(out.read_text())
 
 
 def save_results(

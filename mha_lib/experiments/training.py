@@ -332,6 +332,16 @@ def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]
     ]
 
 
+@torch.no_grad()
+def total_grad_norm(model: nn.Module) -> float:
+    """The norm of all of ``model``'s gradients taken as one vector (what clipping reads)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if not grads:
+        raise ValueError("no parameter has a gradient: call backward() first")
+    per_tensor = torch.stack([torch.linalg.vector_norm(g) for g in grads])  # (P,)
+    return torch.linalg.vector_norm(per_tensor).item()
+
+
 class _Trace:
     """What :func:`train` records with ``record_every`` (the gradients are only read)."""
 
@@ -352,10 +362,8 @@ class _Trace:
 
     @torch.no_grad()
     def step(self, loss: torch.Tensor) -> None:
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
         self.data["train_loss"].append(loss.item())
-        self.data["grad_norm"].append(total.item())
+        self.data["grad_norm"].append(total_grad_norm(self.model))
         self.data["qk_grad"].append([qk_gradient_norms(a).tolist() for a in self.attentions])
         self.data["qk_relative_grad"].append(
             [qk_gradient_norms(a, relative=True).tolist() for a in self.attentions]

@@ -33,20 +33,12 @@ the accuracy with each head silenced. The floors come first: chance, the best an
 does not look the key up (the context's most frequent value; exactly and on each held-out
 set), and the same model trained with its attention held uniform (``W_q = W_k = 0``).
 
-All of that is one pre-norm layer, where a LayerNorm-free residual path carries the gradient
-and nothing can multiply it up. The ``deep`` part (:func:`deep_run`) gives explosion its
-chance: :data:`DEEP_LAYERS` layers, post-norm as in the original Transformer and BERT
-(:mod:`mha_lib.experiments.post_norm`) at Xavier and with every head's q, k and v :data:`BIG`
-times too large (with and without clipping), and pre-norm too large, for :data:`DEEP_STEPS`
-steps, seeds :data:`DEEP_SEEDS` (about 30 minutes on 2 busy cores); each run
-records the total gradient norm at every step (before clipping; kept as window summaries),
-each layer's q/k gradient, and what silencing each head costs at the end.
+All of that is one pre-norm layer, where nothing can multiply a gradient up from layer to
+layer; :mod:`~.ch7_deep` stacks layers and gives explosion its chance.
 
 Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 
-    .venv/bin/python scripts/ch7_init.py --processes 2 [--only runs|deep]
-
-``--only deep`` reruns the deep part and keeps the others from the file (and the reverse).
+    .venv/bin/python scripts/ch7_init.py --processes 2
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that
@@ -59,18 +51,13 @@ what the checks compare (the ``default_kernels`` part, with its own provenance).
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+import numpy as np
 import torch
 
 from mha_lib.experiments.floors import (
@@ -79,15 +66,13 @@ from mha_lib.experiments.floors import (
     expected_context_mode_accuracy,
 )
 from mha_lib.experiments.head_health import ablation_accuracy
-from mha_lib.experiments.post_norm import post_norm_
 from mha_lib.experiments.reproduce import (
     Check,
-    kept_parts,
-    load_results,
+    on_plain_kernels,
     parse_args,
     provenance,
     rounded,
-    run_jobs,
+    run_all,
     save_results,
     threads,
 )
@@ -209,149 +194,6 @@ def conditions() -> list[Condition]:
         Condition(scale=BIG, projections=("q", "k", "v"), steps=LONG_STEPS),
     ]
     return adam + sgds + long
-
-
-DEEP_LAYERS = 6
-DEEP_SEEDS = (0, 1, 2)
-DEEP_STEPS = 300  # half of BASE.steps: a six-layer step costs about six one-layer steps
-NORMS = ("post", "pre")
-
-
-@dataclass(frozen=True)
-class DeepCondition:
-    """One arm of the deep part: where the LayerNorms sit, how large q, k and v start."""
-
-    norm: str = "post"
-    scale: float = 1.0  # q, k and v of every head of every layer
-    clip: bool = False
-
-    def __post_init__(self) -> None:
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-
-    @property
-    def name(self) -> str:
-        init = "Xavier" if self.scale == 1 else f"qkv ×{self.scale:g}"
-        clipped = ", clipped" if self.clip else ""
-        return f"{DEEP_LAYERS} layers {self.norm}-norm, {init}, AdamW{clipped}"
-
-    def config(self) -> Config:
-        return Config(
-            **{
-                **BASE.to_dict(),
-                "num_layers": DEEP_LAYERS,
-                "steps": DEEP_STEPS,
-                "init_scale": self.scale,
-                **({"clip_grad_norm": CLIP} if self.clip else {}),
-            }
-        )
-
-
-def deep_conditions() -> list[DeepCondition]:
-    """Post-norm (Xavier; too large, without and with clipping), then pre-norm too large."""
-    post = [DeepCondition(), DeepCondition(scale=BIG), DeepCondition(scale=BIG, clip=True)]
-    return [*post, DeepCondition(norm="pre", scale=BIG)]
-
-
-def deep_trained(
-    condition: DeepCondition, seed: int, stop_after: int | None = None
-) -> tuple[torch.nn.Module, object, tuple[torch.Tensor, ...]]:
-    """The deep model of ``condition`` and ``seed`` trained (its first ``stop_after`` steps,
-    if given) with a trace, and the probe batch."""
-    config = condition.config()
-    task = make_task(config.task, **config.task_args)
-    with threads(1):
-        model = build_model(config, task, seed)
-        if condition.norm == "post":
-            post_norm_(model)
-        probe = probe_batch(task, seed)
-        result = train(
-            model, task, config, seed, progress=False,
-            record_every=config.steps // PROBES, probe=probe, stop_after=stop_after,
-        )  # fmt: skip
-    return model, result, probe
-
-
-def deep_run(condition: DeepCondition, seed: int) -> dict[str, object]:
-    """One seeded deep run: curve, gradient norms through training, per-layer q/k gradient,
-    the heads' top weight at each probe, and what silencing each head costs at the end."""
-    model, result, probe = deep_trained(condition, seed)
-    with threads(1):
-        ablation = ablation_accuracy(model, *probe[:2])
-    trace = result.trace
-    grad = trace["grad_norm"]
-    window = condition.config().steps // WINDOWS
-    windows = range(0, len(grad), window)
-
-    def layer_median(start: int) -> list[float]:  # per layer: median over steps and heads
-        rows = trace["qk_grad"][start : start + window]  # (W, L, H)
-        return [statistics.median(v for step in rows for v in step[layer]) for layer in
-                range(DEEP_LAYERS)]  # fmt: skip
-
-    return as_stored(
-        {
-            "condition": {**asdict(condition), "name": condition.name},
-            "seed": seed,
-            "config": condition.config().to_dict(),
-            "result": {key: value for key, value in result.to_dict().items() if key != "trace"},
-            "probe_steps": trace["probe_steps"],
-            "top_weight": [report["top_weight"] for report in trace["probe"]],  # (P, L, H)
-            "train": {
-                "window": window,
-                "grad_norm_first": grad[0],
-                "grad_norm_max": max(grad),
-                "grad_norm_median_all": statistics.median(grad),
-                "clipped_fraction": sum(g > CLIP for g in grad) / len(grad),
-                "grad_norm_median": [statistics.median(grad[i : i + window]) for i in windows],
-                "grad_norm_window_max": [max(grad[i : i + window]) for i in windows],
-                "qk_grad_first": trace["qk_grad"][0],  # (L, H)
-                "qk_grad_layer_median": [layer_median(i) for i in windows],  # (W, L)
-            },
-            "ablation": ablation,
-        }
-    )
-
-
-# A deep model whose softmax starts saturated amplifies the last bits of its arithmetic even
-# before the first step: seed 0's first gradient norm differed by up to 21 % between AVX-512
-# and plain-C kernels (the q/k gradient of single heads by up to 18 %), against an effect of
-# a thousand times. Such a start is checked within half of its value.
-SATURATED_TOLERANCE = 0.5
-
-
-def deep_checks(runs: Sequence[dict], seed: int = 0) -> list[Check]:
-    """The committed deep runs of ``seed`` (one per condition) re-derived at initialisation
-    now: at Xavier's scale the gradient norm on the first training batch and every head's
-    q/k gradient there, within :data:`INIT_TOLERANCE`; with the large weights, whose softmax
-    starts saturated, the gradient norm within :data:`SATURATED_TOLERANCE` (relative). One
-    training step each, cheap enough for the page."""
-    checks = []
-    for condition in deep_conditions():
-        record = next(
-            (r for r in runs if (r["condition"]["name"], r["seed"]) == (condition.name, seed)),
-            None,
-        )
-        if record is None:
-            raise ValueError(f"no committed deep run of {condition.name!r}, seed {seed}")
-        if record["config"] != as_stored(condition.config().to_dict()):
-            raise ValueError(f"{condition.name!r} was committed with another configuration")
-        _, result, _ = deep_trained(condition, seed, stop_after=1)
-        now = as_stored({"grad": result.trace["grad_norm"][0], "qk": result.trace["qk_grad"][0]})
-        name = f"{condition.name}, seed {seed}"
-        if condition.scale != 1:
-            checks.append(
-                Check(f"{name}: gradient norm on the first training batch (a saturated start)",
-                      now["grad"], record["train"]["grad_norm_first"], SATURATED_TOLERANCE,
-                      relative=True)
-            )  # fmt: skip
-            continue
-        checks += [
-            Check(f"{name}: gradient norm on the first training batch", now["grad"],
-                  record["train"]["grad_norm_first"], INIT_TOLERANCE, relative=True),
-            Check(f"{name}: q/k gradient of every head at init", sum(now["qk"], []),
-                  sum(record["train"]["qk_grad_first"], []), INIT_TOLERANCE, relative=True),
-        ]  # fmt: skip
-    return checks
 
 
 def probe_batch(task, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # noqa: ANN001
@@ -607,11 +449,71 @@ def as_stored(obj: object) -> object:
     return rounded(obj, digits=5)
 
 
+class Arms(dict):
+    """Committed runs by condition name, each a list in seed order: what chapter 7's pages read.
+
+    Built from a part of a result file (a list of run records, each with ``condition`` and
+    ``seed``); indexed by name (``arms[condition.name]``) or read through its methods, which
+    take a condition (of this study or of :mod:`~.ch7_deep`) and return one row per seed."""
+
+    def __init__(self, runs: Sequence[dict]) -> None:
+        super().__init__()
+        for record in runs:
+            self.setdefault(record["condition"]["name"], []).append(record)
+        for records in self.values():
+            records.sort(key=lambda record: record["seed"])
+
+    def of(self, condition: object) -> list[dict]:
+        """The runs of ``condition``, in seed order (KeyError names an arm not committed)."""
+        name = condition.name  # type: ignore[attr-defined]
+        if name not in self:
+            raise KeyError(f"no committed runs of {name!r}")
+        return self[name]
+
+    def final(self, condition: object) -> np.ndarray:
+        """Final held-out accuracy (%) of each seed."""
+        return np.array([100 * r["result"]["final_accuracy"] for r in self.of(condition)])
+
+    def probe(self, condition: object, key: str, step: int = 0) -> np.ndarray:
+        """(seeds, heads) values of one probe quantity at a probe step."""
+        return np.array([r["probe"][key][step] for r in self.of(condition)], dtype=float)
+
+    def train_stat(self, condition: object, key: str) -> np.ndarray:
+        """One training statistic (``record["train"][key]``) of each seed."""
+        return np.array([r["train"][key] for r in self.of(condition)], dtype=float)
+
+
+def pm(values: Sequence[float] | np.ndarray) -> str:
+    """``mean ± sd`` over seeds (sample standard deviation), one decimal: a table cell."""
+    values = np.asarray(values, dtype=float)
+    return f"{np.mean(values):.1f} ± {np.std(values, ddof=1):.1f}"
+
+
+def key_of(condition: Condition) -> str:
+    """A glue key for a condition: scale, projections, head 0, optimizer, then its flags
+    (``16_qk_sgd_clip`` for SGD from W_q, W_k × 16 in every head, clipped)."""
+    parts = [f"{condition.scale:g}".replace(".", "_"), "".join(condition.projections)]
+    if condition.heads is not None:
+        parts.append("h0")
+    if condition.optimizer == "sgd":
+        parts.append("sgd")
+    parts += [flag for flag in ("clip", "matched_lr", "qk_decay", "uniform")
+              if getattr(condition, flag)]  # fmt: skip
+    if condition.steps != BASE.steps:
+        parts.append("long")
+    return "_".join(parts)
+
+
+def condition_of(record: dict) -> Condition:
+    """The :class:`Condition` a committed run record was made with."""
+    fields = {k: v for k, v in record["condition"].items() if k != "name"}
+    return Condition(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
 def _job(item: tuple) -> tuple[str, dict[str, object]]:
     part, args = item
     start = time.perf_counter()
-    runner = {"sgd_lr": sgd_lr_run, "deep": deep_run}.get(part, run)
-    record = runner(*args)
+    record = (sgd_lr_run if part == "sgd_lr" else run)(*args)
     if part == "sgd_lr":
         label, accuracy = f"Xavier, SGD at lr {record['lr']:g}", record["final_accuracy"]
     else:
@@ -623,75 +525,30 @@ def _job(item: tuple) -> tuple[str, dict[str, object]]:
 
 def _steps(job: tuple) -> int:
     part, args = job
-    if part == "deep":  # about six times the work of a one-layer step
-        return DEEP_LAYERS * DEEP_STEPS
     return BASE.steps if part == "sgd_lr" else args[0].steps
 
 
-def _pool_map(jobs: list[tuple], processes: int) -> list[tuple[str, dict[str, object]]]:
-    """``_job`` over ``jobs``, longest first so both processes stay busy; in ``jobs`` order."""
-    done = dict(run_jobs(_job, jobs, processes, longest_first=_steps))
-    return [done[i] for i in range(len(jobs))]
-
-
 def kernel_sample(processes: int) -> dict[str, object]:
-    """KERNEL_SAMPLE re-run in a child process on torch's plain-C kernels."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "default.json"
-        child = f"from {__name__} import write_kernel_sample as w; w({str(out)!r}, {processes})"
-        subprocess.run(
-            [sys.executable, "-c", child],
-            env={**os.environ, "ATEN_CPU_CAPABILITY": "default"},
-            check=True,
-        )
-        return json.loads(out.read_text())
-
-
-def write_kernel_sample(out: str, processes: int) -> None:
-    """What :func:`kernel_sample`'s child process runs: KERNEL_SAMPLE, kept as the checks
-    compare it, with this process's provenance."""
-    done = _pool_map([("runs", job) for job in KERNEL_SAMPLE], processes)
-    runs = [checked_values(record) for _, record in done]
-    Path(out).write_text(json.dumps({"runs": runs, "provenance": provenance(1)}))
-
-
-# The command line's parts, and the file's parts each of them writes.
-PARTS = ("runs", "deep")
-_WRITES = {"runs": ("floors", "runs", "sgd_lr", "default_kernels"), "deep": ("deep",)}
+    """KERNEL_SAMPLE re-run as the checks compare it, with this process's provenance: what
+    :func:`main` runs on torch's plain-C kernels (:func:`~.reproduce.on_plain_kernels`)."""
+    done = run_all(_job, [("runs", job) for job in KERNEL_SAMPLE], processes, longest_first=_steps)
+    return {"runs": [checked_values(record) for _, record in done], "provenance": provenance(1)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
-    only = tuple(args.only or PARTS)
-    keep = [name for part in PARTS if part not in only for name in _WRITES[part]]
-    parts: dict[str, object] = {}
-    provenances: dict[str, dict[str, object]] = {}
-    if keep:
-        parts, provenances, lines = kept_parts(load_results(args.out), keep)
-        print("\n".join(lines))
-    jobs = []
-    if "runs" in only:
-        jobs += [("runs", (c, s)) for c in conditions() for s in SEEDS]
-        jobs += [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]
-    if "deep" in only:
-        jobs += [("deep", (c, s)) for c in deep_conditions() for s in DEEP_SEEDS]
-    out: dict[str, list] = {part: [] for part in {part for part, _ in jobs}}
-    for part, record in _pool_map(jobs, args.processes):
+    args = parse_args(__doc__, NAME, argv=argv)
+    jobs = [("runs", (c, s)) for c in conditions() for s in SEEDS]
+    jobs += [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]
+    out: dict[str, list] = {"runs": [], "sgd_lr": []}
+    for part, record in run_all(_job, jobs, args.processes, longest_first=_steps):
         out[part].append(record)
     made = provenance(threads=1)  # every run trains on one thread
-    if "runs" in only:
-        default = kernel_sample(args.processes)
-        parts.update(
-            {"floors": as_stored(floors()), "runs": out["runs"], "sgd_lr": out["sgd_lr"],
-             "default_kernels": default["runs"]}
-        )  # fmt: skip
-        provenances.update({name: made for name in ("floors", "runs", "sgd_lr")})
-        provenances["default_kernels"] = default["provenance"]
-    if "deep" in only:
-        parts["deep"] = out["deep"]
-        provenances["deep"] = made
-    order = [name for part in PARTS for name in _WRITES[part] if name in parts]
-    save_results(args.out, {n: parts[n] for n in order}, provenances, indent=None)
+    default = on_plain_kernels(kernel_sample, args.processes)
+    parts = {"floors": as_stored(floors()), "runs": out["runs"], "sgd_lr": out["sgd_lr"],
+             "default_kernels": default["runs"]}  # fmt: skip
+    provenances = {name: made for name in ("floors", "runs", "sgd_lr")}
+    provenances["default_kernels"] = default["provenance"]
+    save_results(args.out, parts, provenances, indent=None)
     print(f"wrote {args.out}")
 
 
