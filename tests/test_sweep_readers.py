@@ -28,3 +28,15 @@ def test_lr_curves_groups_the_grid_with_the_sweeps_own_runs_in_seed_order():
     assert sorted(curves) == [(1, 3e-3), (1, 1e-2)]
     np.testing.assert_allclose(curves[1, 3e-3][:, -1], [0.5, 0.6, 0.7])  # seeds 0, 1, 2
     assert curves[1, 1e-2].shape == (3, 2)
+
+
+def test_steps_to_level_reads_between_evaluations():
+    steps = [0, 100, 200, 300]
+    # 0.5 → 0.9 between steps 100 and 200: 0.8 is three quarters of the way
+    assert sweep.steps_to_level([0.1, 0.5, 0.9, 0.95], steps, 0.8) == pytest.approx(175.0)
+    assert sweep.steps_to_level([0.1, 0.5, 0.9, 0.95], steps, 0.9) == 200.0  # an evaluation
+    assert sweep.steps_to_level([0.85, 0.9, 0.9, 0.9], steps, 0.8) == 0.0  # already there
+    assert sweep.steps_to_level([0.1, 0.2, 0.3, 0.4], steps, 0.8) == float("inf")  # never
+    assert sweep.steps_to_level([0.1, 0.9, 0.5, 0.95], steps, 0.8) == pytest.approx(87.5)
+    with pytest.raises(ValueError, match="equally long"):
+        sweep.steps_to_level([0.1, 0.2], steps, 0.5)

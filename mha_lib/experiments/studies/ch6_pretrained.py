@@ -16,8 +16,10 @@ standard errors, attention-free baselines that read a bag of the model's own inp
 embeddings (``embedding``), and the accuracy change of every single-head ablation
 (``ablation_accuracy``). Where a page tests a difference by item, the file keeps which evaluation
 items a run got right, as a string of ``0``/``1`` (:func:`bits`, read back by :func:`unbits`):
-the refitted and frozen probes at each refit level, every one-head-per-layer model, every
-single-head ablation and the full model (``one_head["full_correct"]``).
+the frozen probe at each refit level (``frozen_items``), every one-head-per-layer model, every
+single-head ablation and the full model (``one_head["full_correct"]``); the refitted probe's
+change is tested from its mean and paired standard error, all a paired t test reads
+(`mha_lib.analysis.differences.from_stderr`).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
 (commit, torch, CPU capability, threads); the script prints where each kept part came from.
 :func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
@@ -59,7 +61,7 @@ STEP = 6  # heads per pruning step: 1/12 of MiniLM's 72
 RANDOM_SEEDS = (0, 1, 2, 3, 4)
 PARTS = (
     "probe", "base", "importance", "ablation", "curves", "one_head", "refit", "embedding",
-    "ablation_accuracy",
+    "ablation_accuracy", "frozen_items",
 )  # fmt: skip
 # The margin of every "within the noise" verdict on this test, in accuracy points, fixed before
 # the per-item runs: 3 points is a tenth of what attention adds here (the full model is about
@@ -205,20 +207,32 @@ def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
     full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
     out = []
     for c in curves:
-        accuracy, stderr, items, frozen_items = [], [], [], []
+        accuracy, stderr = [], []
         levels = RANDOM_REFIT_AT if c["rule"] == "random" else REFIT_AT
         for k in levels:
             correct = refit_correct(s, c["order"][:k], probe_batches)
             accuracy.append(float(correct.float().mean()))
             stderr.append(paired_stderr(correct, full))
-            items.append(bits(correct))
-            with bert.head_mask(s.model, pruned_mask(s, c["order"][:k])):
-                frozen_items.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
             print(f"refit {c['rule']} {c['seed']} {k}: {accuracy[-1]:.4f}", flush=True)
         frozen = [c["metric"][c["pruned"].index(k)] for k in levels]
         out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
-                    "accuracy": accuracy, "paired_se": stderr, "frozen": frozen,
-                    "correct": items, "frozen_correct": frozen_items})  # fmt: skip
+                    "accuracy": accuracy, "paired_se": stderr, "frozen": frozen})  # fmt: skip
+    return out
+
+
+def frozen_items_part(s: Setup, curves: list[dict]) -> list[dict]:
+    """Which evaluation items the probe fitted on the full model gets right on each curve's
+    pruned model at the refit levels (``refit`` keeps the accuracy and paired standard error
+    of the refitted probe; these are the frozen probe's items, for a test paired by item)."""
+    out = []
+    for c in curves:
+        levels = RANDOM_REFIT_AT if c["rule"] == "random" else REFIT_AT
+        items = []
+        for k in levels:
+            with bert.head_mask(s.model, pruned_mask(s, c["order"][:k])):
+                items.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
+        out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
+                    "correct": items})  # fmt: skip
     return out
 
 
@@ -425,6 +439,11 @@ def run(args: argparse.Namespace) -> None:
     if "ablation_accuracy" in parts:
         result["ablation_accuracy"] = timed("ablation accuracy", lambda: ablation_accuracy_part(s))
         save("ablation_accuracy")
+    if "frozen_items" in parts:
+        result["frozen_items"] = timed(
+            "frozen items", lambda: frozen_items_part(s, result["curves"])
+        )
+        save("frozen_items")
     if "refit" in parts:
         result["refit"] = timed("refit", lambda: refit_part(s, result["curves"]))
         save("refit")

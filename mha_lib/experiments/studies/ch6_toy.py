@@ -66,6 +66,10 @@ TOLERANCE = 1e-3
 # model answers every one, Michel et al.'s yardstick for a layer cut to one head, and ten times
 # the accuracy's standard error over the held-out sequences, so the test can pass.
 MARGIN_POINTS = 1.0
+# The interval's ends are means over 1024 held-out sequences of per-sequence accuracies, which
+# move only if an answer flips: one flipped query of 4 × 1024 moves them by 0.024 points, and
+# 0.05 allows two.
+EQUIVALENCE_TOLERANCE = 0.05
 
 
 def masked_sequence_accuracy(
@@ -192,6 +196,10 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
               sum(committed["importance"], []), TOLERANCE),
         Check(f"{name}: accuracy along the importance curve", first["metric"],
               theirs["metric"], TOLERANCE),
+        *([Check(f"{name}: importance curve, low end of the 90 % interval of the change "
+                 "at every step (points)", first["equivalence"]["low90"],
+                 theirs["equivalence"]["low90"], EQUIVALENCE_TOLERANCE)]
+          if "equivalence" in first else []),
     ]  # fmt: skip
 
 
