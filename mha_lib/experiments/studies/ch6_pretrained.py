@@ -33,12 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import torch
+from scipy import stats
 from torch import nn
 
 from mha_lib import bert, pruning
 from mha_lib.analysis import sense_eval
 from mha_lib.analysis.bootstrap import paired_stderr
+from mha_lib.analysis.differences import Difference, compare, from_stderr, holm
 from mha_lib.experiments.reproduce import (
     Check,
     kept_parts,
@@ -143,6 +146,33 @@ def unbits(text: str) -> torch.Tensor:
     if set(text) - {"0", "1"}:
         raise ValueError("a bit string holds only 0 and 1")
     return torch.tensor([c == "1" for c in text])
+
+
+def change(committed: dict, correct: str, margin: float = MARGIN_POINTS) -> Difference:
+    """A run's accuracy (its items as :func:`bits`) minus the full model's, in points, paired
+    by evaluation item, against ``margin``."""
+    full = unbits(committed["one_head"]["full_correct"]).double()
+    return compare(100 * unbits(correct).double(), 100 * full, margin=margin, paired=True)
+
+
+def refit_change(committed: dict, refit: dict, k: int) -> Difference:
+    """The refitted probe's accuracy at ``k`` heads removed (one ``refit`` entry) minus the full
+    model's, in points, from the stored mean and paired standard error (df = items − 1)."""
+    i = refit["pruned"].index(k)
+    diff = 100 * (refit["accuracy"][i] - committed["base"]["accuracy"])
+    return from_stderr(
+        diff, 100 * refit["paired_se"][i], committed["base"]["items"], margin=MARGIN_POINTS
+    )
+
+
+def ablation_survivors(committed: dict, alpha: float = 0.05) -> np.ndarray:
+    """``(L, H)`` bool: single-head ablations whose loss change (paired over the scoring
+    items) differs from zero after Holm's correction for every head at once."""
+    mean = np.asarray(committed["ablation"]["mean"], dtype=float)
+    stderr = np.asarray(committed["ablation"]["stderr"], dtype=float)
+    t = mean / np.maximum(stderr, 1e-12)
+    p = 2 * stats.t.sf(np.abs(t), committed["config"]["items"]["score"] - 1)
+    return holm(p.ravel()).reshape(mean.shape) < alpha
 
 
 def resampled_scoring(s: Setup, seed: int) -> list:
