@@ -72,6 +72,7 @@ PARTS = (
 # evaluation items; a pruned model whose accuracy is shown to lie within it keeps nine tenths
 # of the routing, and a loss larger than it is one a reader of the curves would notice.
 MARGIN_POINTS = 3.0
+FAMILY_ALPHA = 0.05  # the chance of any false alarm among all single-head ablations (Holm)
 # Heads removed (a quarter, half, three quarters) where every curve's order is read again by a
 # probe refitted on the pruned model: same probe items, same C. A refit costs one pass over
 # the probe and evaluation items, so a few levels keep the study short and the page's one
@@ -165,7 +166,7 @@ def refit_change(committed: dict, refit: dict, k: int) -> Difference:
     )
 
 
-def ablation_survivors(committed: dict, alpha: float = 0.05) -> np.ndarray:
+def ablation_survivors(committed: dict, alpha: float = FAMILY_ALPHA) -> np.ndarray:
     """``(L, H)`` bool: single-head ablations whose loss change (paired over the scoring
     items) differs from zero after Holm's correction for every head at once."""
     mean = np.asarray(committed["ablation"]["mean"], dtype=float)
