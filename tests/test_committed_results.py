@@ -211,15 +211,19 @@ def test_ch6_toy_seed_reproduces():
     with torch.random.fork_rng():
         model, _ = run_experiment(toy.CONFIG, committed["seed"], progress=False)
     heads = pruning.MHAHeads(model.eval(), toy_loss, toy_accuracy)
+    curve = pruning.pruning_curve(heads, score, step=1, eval_batches=evaluation).to_dict()
+    full = toy.masked_sequence_accuracy(heads, evaluation)
+    curve["equivalence"] = toy.curve_equivalence(heads, curve, evaluation, full)
     live = {
         "seed": committed["seed"],
         "accuracy": heads.metric(evaluation),
         "importance": pruning.head_importance(heads, score).tolist(),
-        "curves": [pruning.pruning_curve(heads, score, step=1, eval_batches=evaluation).to_dict()],
+        "curves": [curve],
     }
     checks = verify(toy.live_checks(live, committed))
     importance = next(c for c in checks if "importance" in c.what)
     assert not perturbed(importance).holds
+    assert any("90 % interval" in c.what for c in checks)
 
 
 def test_ch6_toy_file_covers_every_seed():
@@ -229,6 +233,30 @@ def test_ch6_toy_file_covers_every_seed():
     assert all(r["config"] == toy.CONFIG.to_dict() for r in runs)
     rules = [c["rule"] for c in runs[0]["curves"]]
     assert rules == ["importance", "reverse"] + ["random"] * len(toy.RANDOM_SEEDS)
+    for run in runs:  # every step of every curve decided, every head's accuracy cost kept
+        for c in run["curves"]:
+            eq = c["equivalence"]
+            assert len(eq["outcome"]) == len(eq["low90"]) == len(c["pruned"])
+            assert eq["within"] in c["pruned"]
+        assert len(run["ablation"]["accuracy_change"]) == toy.CONFIG.num_layers
+
+
+def test_ch6_pretrained_items_agree_with_the_accuracies():
+    """The items the file keeps as bits give back the accuracies it stores beside them."""
+    ch6 = study_module("ch6_pretrained")
+    data = load_results(RESULTS / "ch6_pretrained.json")
+    n = data["base"]["items"]
+    full = ch6.unbits(data["one_head"]["full_correct"])
+    assert full.numel() == n
+    assert float(full.float().mean()) == pytest.approx(data["base"]["accuracy"], abs=0.5 / n)
+    for acc, bits in zip(data["one_head"]["accuracy"], data["one_head"]["correct"], strict=True):
+        assert float(ch6.unbits(bits).float().mean()) == pytest.approx(acc, abs=0.5 / n)
+    curves = {(c["rule"], c["seed"]): c for c in data["curves"]}
+    for entry in data["frozen_items"]:
+        curve = curves[entry["rule"], entry["seed"]]
+        for k, bits in zip(entry["pruned"], entry["correct"], strict=True):
+            metric = curve["metric"][curve["pruned"].index(k)]
+            assert float(ch6.unbits(bits).float().mean()) == pytest.approx(metric, abs=1.5 / n)
 
 
 @pytest.mark.reproduction

@@ -21,6 +21,7 @@ from mha_lib.analysis.differences import (
     benjamini_hochberg,
     compare,
     from_intervals,
+    from_stderr,
     holm,
 )
 
@@ -65,6 +66,26 @@ def test_paired_is_the_one_sample_test_of_the_differences():
     assert r.p_equivalence == pytest.approx(max(lower, upper))
     unpaired = compare(a, b, margin=2.0)
     assert r.stderr < unpaired.stderr / 2
+
+
+def test_from_stderr_is_compare_on_the_differences():
+    # right-or-wrong items, as a pruned and a full model score them
+    full = RNG.random(300) < 0.8
+    pruned = np.where(RNG.random(300) < 0.1, ~full, full)
+    d = pruned.astype(float) - full.astype(float)
+    se = d.std(ddof=1) / np.sqrt(d.size)
+    for margin in (1.0, 3.0):
+        r = from_stderr(100 * d.mean(), 100 * se, d.size, margin=margin)
+        expected = compare(100 * pruned.astype(float), 100 * full.astype(float),
+                           paired=True, margin=margin)  # fmt: skip
+        assert r.outcome == expected.outcome and (r.n, r.df) == (expected.n, expected.df)
+        for field in ("difference", "stderr", "low90", "high90", "p_equivalence", "detectable"):
+            assert getattr(r, field) == pytest.approx(getattr(expected, field), rel=1e-9)
+    assert r.p_difference == pytest.approx(stats.ttest_rel(1.0 * pruned, 1.0 * full).pvalue)
+    with pytest.raises(ValueError, match="n must be"):
+        from_stderr(0.1, 0.2, 1, margin=1.0)
+    with pytest.raises(ValueError, match="stderr"):
+        from_stderr(0.1, -0.2, 10, margin=1.0)
 
 
 def test_unpaired_is_welch():

@@ -129,6 +129,25 @@ def compare(
     return _decide(float(d), float(se), float(df), int(n), float(margin), alpha)
 
 
+def from_stderr(
+    difference: float, stderr: float, n: int, *, margin: float, alpha: float = 0.05
+) -> Difference:
+    """`compare` for a stored summary: the mean of ``n`` paired differences (or of one
+    sample) and its standard error, the sample standard deviation over √n. A one-sample or
+    paired t test reads nothing else, so the result equals ``compare`` on the differences
+    themselves (df = n − 1); use it where a committed file keeps a change and its paired
+    standard error but not the items."""
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin > 0:
+        raise ValueError(f"margin must be a positive number, got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an integer of at least 2, got {n!r}")
+    if not (np.isfinite(difference) and np.isfinite(stderr) and stderr >= 0):
+        raise ValueError(f"need a finite difference and stderr >= 0, got {difference}, {stderr}")
+    return _decide(float(difference), float(stderr), n - 1.0, n, float(margin), alpha)
+
+
 def _decide(d: float, se: float, df: float, n: int, margin: float, alpha: float) -> Difference:
     t1, t2 = stats.t.ppf(1 - alpha, df), stats.t.ppf(1 - alpha / 2, df)
     if se == 0:  # every value the same: the intervals are points

@@ -421,3 +421,22 @@ def toy_accuracy(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.T
         correct += int((logits.argmax(-1)[answered] == targets[answered]).sum())
         total += int(answered.sum())
     return correct / total
+
+
+def toy_sequence_accuracy(
+    model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]
+) -> torch.Tensor:
+    """``(N,)`` float64 on the CPU: the share of each sequence's answered positions that the
+    model gets right, every sequence of ``batches`` in turn. Its queries share one context, so
+    a sequence, not a query, is the unit a paired test over items counts; weighted by the
+    answered positions of each sequence, its mean is :func:`toy_accuracy`."""
+    out = []
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        for batch in batches:
+            inputs, targets = (t.to(device) for t in batch)
+            logits, _ = model(inputs)  # (B, T, C)
+            answered = targets != IGNORE  # (B, T)
+            right = (logits.argmax(-1) == targets) & answered  # (B, T)
+            out.append((right.sum(1) / answered.sum(1).clamp_min(1)).double().cpu())
+    return torch.cat(out)

@@ -199,6 +199,23 @@ def plateau_step(curve: Sequence[float], steps: Sequence[int], within: float) ->
     return int(steps[0 if not settled.size else settled[-1] + 1])
 
 
+def steps_to_level(curve: Sequence[float], steps: Sequence[int], level: float) -> float:
+    """The training step at which ``curve`` first reaches ``level``, read between evaluations
+    by a straight line (``inf`` if it never does): how fast a run gets there, finer than the
+    evaluation interval."""
+    if len(curve) != len(steps) or not len(curve):
+        raise ValueError("curve and steps must be equally long and not empty")
+    values = np.asarray(curve, dtype=float)
+    hit = np.flatnonzero(values >= level)
+    if not hit.size:
+        return float("inf")
+    i = int(hit[0])
+    if i == 0:
+        return float(steps[0])
+    before, after = values[i - 1], values[i]
+    return float(steps[i - 1] + (level - before) / (after - before) * (steps[i] - steps[i - 1]))
+
+
 def _job(item: tuple[str, tuple[Config, int]]) -> tuple[str, dict[str, object]]:
     name, (config, seed) = item
     start = time.perf_counter()

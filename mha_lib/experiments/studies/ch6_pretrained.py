@@ -12,8 +12,14 @@ scoring items (its noise), single-head ablation with its standard error, pruning
 importance, in reverse, and in random orders) read by the probe fitted on the full model, the
 same curves read by a probe refitted after pruning at a few levels (``refit``: what information
 is left, not what the model as it was still does), the one-head-per-layer test with paired
-standard errors, and attention-free baselines that read a bag of the model's own input
-embeddings (``embedding``).
+standard errors, attention-free baselines that read a bag of the model's own input
+embeddings (``embedding``), and the accuracy change of every single-head ablation
+(``ablation_accuracy``). Where a page tests a difference by item, the file keeps which evaluation
+items a run got right, as a string of ``0``/``1`` (:func:`bits`, read back by :func:`unbits`):
+the frozen probe at each refit level (``frozen_items``), every one-head-per-layer model, every
+single-head ablation and the full model (``one_head["full_correct"]``); the refitted probe's
+change is tested from its mean and paired standard error, all a paired t test reads
+(`mha_lib.analysis.differences.from_stderr`).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
 (commit, torch, CPU capability, threads); the script prints where each kept part came from.
 :func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
@@ -27,12 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import torch
+from scipy import stats
 from torch import nn
 
 from mha_lib import bert, pruning
 from mha_lib.analysis import sense_eval
 from mha_lib.analysis.bootstrap import paired_stderr
+from mha_lib.analysis.differences import Difference, compare, from_stderr, holm
 from mha_lib.experiments.reproduce import (
     Check,
     kept_parts,
@@ -53,7 +62,17 @@ RESAMPLE_SEEDS = (11, 12, 13, 14)
 PROBE_C = 1.0  # chosen on the scoring split among 0.01, 0.1, 0.3, 1 (best there)
 STEP = 6  # heads per pruning step: 1/12 of MiniLM's 72
 RANDOM_SEEDS = (0, 1, 2, 3, 4)
-PARTS = ("probe", "base", "importance", "ablation", "curves", "one_head", "refit", "embedding")
+PARTS = (
+    "probe", "base", "importance", "ablation", "curves", "one_head", "refit", "embedding",
+    "ablation_accuracy", "frozen_items",
+)  # fmt: skip
+# The margin of every "within the noise" verdict on this test, in accuracy points, fixed before
+# the per-item runs: 3 points is a tenth of what attention adds here (the full model is about
+# 30 points above its floor, chance), about two standard errors of one accuracy over the
+# evaluation items; a pruned model whose accuracy is shown to lie within it keeps nine tenths
+# of the routing, and a loss larger than it is one a reader of the curves would notice.
+MARGIN_POINTS = 3.0
+FAMILY_ALPHA = 0.05  # the chance of any false alarm among all single-head ablations (Holm)
 # Heads removed (a quarter, half, three quarters) where every curve's order is read again by a
 # probe refitted on the pruned model: same probe items, same C. A refit costs one pass over
 # the probe and evaluation items, so a few levels keep the study short and the page's one
@@ -116,6 +135,45 @@ def setup(device: torch.device | str = "cpu", probe: dict | None = None) -> Setu
         lambda m, bs: sense_eval.sense_accuracy(m, bs, probe),
     )
     return Setup(model, tokenizer, probe, items["probe"], batches["score"], batches["eval"], heads)
+
+
+def bits(correct: torch.Tensor) -> str:
+    """``(N,)`` bool as a string of ``0`` and ``1`` (which items a run got right)."""
+    return "".join("1" if c else "0" for c in correct.tolist())
+
+
+def unbits(text: str) -> torch.Tensor:
+    """The ``(N,)`` bool tensor that :func:`bits` wrote."""
+    if set(text) - {"0", "1"}:
+        raise ValueError("a bit string holds only 0 and 1")
+    return torch.tensor([c == "1" for c in text])
+
+
+def change(committed: dict, correct: str, margin: float = MARGIN_POINTS) -> Difference:
+    """A run's accuracy (its items as :func:`bits`) minus the full model's, in points, paired
+    by evaluation item, against ``margin``."""
+    full = unbits(committed["one_head"]["full_correct"]).double()
+    return compare(100 * unbits(correct).double(), 100 * full, margin=margin, paired=True)
+
+
+def refit_change(committed: dict, refit: dict, k: int) -> Difference:
+    """The refitted probe's accuracy at ``k`` heads removed (one ``refit`` entry) minus the full
+    model's, in points, from the stored mean and paired standard error (df = items − 1)."""
+    i = refit["pruned"].index(k)
+    diff = 100 * (refit["accuracy"][i] - committed["base"]["accuracy"])
+    return from_stderr(
+        diff, 100 * refit["paired_se"][i], committed["base"]["items"], margin=MARGIN_POINTS
+    )
+
+
+def ablation_survivors(committed: dict, alpha: float = FAMILY_ALPHA) -> np.ndarray:
+    """``(L, H)`` bool: single-head ablations whose loss change (paired over the scoring
+    items) differs from zero after Holm's correction for every head at once."""
+    mean = np.asarray(committed["ablation"]["mean"], dtype=float)
+    stderr = np.asarray(committed["ablation"]["stderr"], dtype=float)
+    t = mean / np.maximum(stderr, 1e-12)
+    p = 2 * stats.t.sf(np.abs(t), committed["config"]["items"]["score"] - 1)
+    return holm(p.ravel()).reshape(mean.shape) < alpha
 
 
 def resampled_scoring(s: Setup, seed: int) -> list:
@@ -191,6 +249,35 @@ def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
         out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
                     "accuracy": accuracy, "paired_se": stderr, "frozen": frozen})  # fmt: skip
     return out
+
+
+def frozen_items_part(s: Setup, curves: list[dict]) -> list[dict]:
+    """Which evaluation items the probe fitted on the full model gets right on each curve's
+    pruned model at the refit levels (``refit`` keeps the accuracy and paired standard error
+    of the refitted probe; these are the frozen probe's items, for a test paired by item)."""
+    out = []
+    for c in curves:
+        levels = RANDOM_REFIT_AT if c["rule"] == "random" else REFIT_AT
+        items = []
+        for k in levels:
+            with bert.head_mask(s.model, pruned_mask(s, c["order"][:k])):
+                items.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
+        out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
+                    "correct": items})  # fmt: skip
+    return out
+
+
+def ablation_accuracy_part(s: Setup) -> dict[str, object]:
+    """Every head masked alone, read by the committed probe on the evaluation items: which
+    items it gets right (the size of each single-head ablation in accuracy points, beside
+    the loss change of the ``ablation`` part)."""
+    nl, nh = s.heads.num_layers, s.heads.num_heads
+    correct = []
+    for layer in range(nl):
+        for head in range(nh):
+            with bert.head_mask(s.model, pruned_mask(s, [(layer, head)])):
+                correct.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
+    return {"correct": [correct[i * nh : (i + 1) * nh] for i in range(nl)]}
 
 
 def embedding_part(s: Setup) -> dict[str, object]:
@@ -303,6 +390,7 @@ def run(args: argparse.Namespace) -> None:
             "refit_at": list(REFIT_AT),
             "random_refit_at": list(RANDOM_REFIT_AT),
             "chance": sense_eval.CHANCE,
+            "margin_points": MARGIN_POINTS,
         }
         save_results(args.out, result, provs)
 
@@ -357,7 +445,7 @@ def run(args: argparse.Namespace) -> None:
         imp = torch.tensor(result["importance"]["scores"])
         keep = imp.nan_to_num(-1.0).argmax(-1).tolist()
         full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
-        stderr = []
+        stderr, items = [], []
         for layer, head in enumerate(keep):
             mask = s.heads.ones()
             mask[layer] = 0.0
@@ -365,17 +453,28 @@ def run(args: argparse.Namespace) -> None:
             with bert.head_mask(s.model, mask):
                 one = sense_eval.item_correct(s.model, s.evaluation, s.probe)
             stderr.append(paired_stderr(one, full))
+            items.append(bits(one))
         result["one_head"] = {
             "keep": keep,
             "accuracy": timed(
                 "one head", lambda: pruning.one_head_per_layer(s.heads, s.evaluation, keep)
             ),
             "paired_se": stderr,
+            "correct": items,
+            "full_correct": bits(full),
         }
         save("one_head")
     if "embedding" in parts:
         result["embedding"] = timed("embedding", lambda: embedding_part(s))
         save("embedding")
+    if "ablation_accuracy" in parts:
+        result["ablation_accuracy"] = timed("ablation accuracy", lambda: ablation_accuracy_part(s))
+        save("ablation_accuracy")
+    if "frozen_items" in parts:
+        result["frozen_items"] = timed(
+            "frozen items", lambda: frozen_items_part(s, result["curves"])
+        )
+        save("frozen_items")
     if "refit" in parts:
         result["refit"] = timed("refit", lambda: refit_part(s, result["curves"]))
         save("refit")
