@@ -43,16 +43,25 @@ def collapse(citation: nodes.inline) -> bool:
     if len(refs) != 1 or not (text.startswith("[") and text.endswith("]")):
         return False
     found = names_and_year(refs[0].astext())
-    parent = citation.parent
-    index = parent.index(citation) if parent is not None else 0
-    before = parent[index - 1] if index > 0 else None
-    if found is None or not isinstance(before, nodes.Text):
+    if found is None or citation.parent is None:
         return False
     names, year = found
-    if not before.astext().rstrip().endswith(names):
+    if not text_before(citation).rstrip().endswith(names):
         return False
     refs[0][:] = [nodes.Text(year)]
     return True
+
+
+def text_before(node: nodes.Node) -> str:
+    """The run of text just before ``node`` among its siblings (a line break in the source is
+    a text of its own)."""
+    parent = node.parent
+    index = parent.index(node)
+    texts = []
+    while index > 0 and isinstance(parent[index - 1], nodes.Text):
+        index -= 1
+        texts.insert(0, parent[index].astext())
+    return "".join(texts)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
