@@ -12,7 +12,8 @@ three ways, and each would leave English (or another Chinese) on every Chinese p
 - the themes and myst-nb write some words straight into their templates and HTML, past gettext
   (the sidebar buttons' "Toggle primary sidebar", the navigation's aria-label "Main", myst-nb's
   "Toggle hidden content"): as a page is rendered, an attribute (title, aria-label, ...) whose
-  whole value is one of our messages is replaced by its translation.
+  whole value is one of our messages is replaced by its translation; and so, in the reader's
+  browser, is such an attribute of what a script adds later (sphinx-togglebutton's buttons).
 
 The catalogue holds the labels our own extensions write too; the catalogue check covers it like
 any page, and tests/test_site.py fails on any English interface string of a Chinese page.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import gettext
 import html
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,25 @@ from translated_outputs import catalogue_path, is_translated
 
 CATALOGUE = "_interface.po"
 TEMPLATES = Path(__file__).parent / "templates"
-# Attributes a reader meets (as a tooltip or through a screen reader) whose words a template or
-# a writer may have typed in English.
-_ATTRIBUTE = re.compile(r'\b(title|aria-label|placeholder|data-bs-title|alt)="([^"<>]*)"')
+# Attributes a reader meets (as a tooltip or through a screen reader) whose words a template,
+# a writer or a script may have typed in English.
+ATTRIBUTES = ("title", "aria-label", "placeholder", "data-bs-title", "alt")
+_ATTRIBUTE = re.compile(r"\b(" + "|".join(ATTRIBUTES) + r')="([^"<>]*)"')
+# The same, for elements that scripts add once the page is there.
+_SCRIPT = """(() => {
+  const messages = %s, names = %s;
+  const selector = names.map(n => `[${n}]`).join(', ');
+  const translate = (root) => {
+    for (const el of [root, ...root.querySelectorAll(selector)])
+      for (const name of names) {
+        const value = el.getAttribute(name);
+        if (value && Object.hasOwn(messages, value)) el.setAttribute(name, messages[value]);
+      }
+  };
+  new MutationObserver((changes) => changes.forEach((change) => change.addedNodes.forEach(
+    (node) => { if (node.nodeType === 1) translate(node); }
+  ))).observe(document.documentElement, {childList: true, subtree: true});
+})();"""
 
 
 def _ours(app: Sphinx) -> gettext.GNUTranslations | None:
@@ -102,6 +120,7 @@ def _install(app: Sphinx) -> None:
         return translate_attributes(render(template, context), catalogue)
 
     templates.render = render_translated
+    app.add_js_file(None, body=_SCRIPT % (json.dumps(catalogue), json.dumps(ATTRIBUTES)))
 
 
 def _translate_theme_options(app: Sphinx, config: Config) -> None:
