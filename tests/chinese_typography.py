@@ -10,10 +10,12 @@ links, read block by block (a paragraph, a list item, a table cell, a heading) a
 lays it out: a line break inside a paragraph is a space. The rules (locales/README.md):
 
 - ``cjk_spaces``: no space between two Chinese characters (or Chinese punctuation);
-- ``straight_quotes``: no half-width " (or ' beside a Chinese character) in Chinese text;
-- ``curly_quotes``: one convention for quotations, 「…」 (『…』 inside), as the README's
-  full-width punctuation and the ledger's quotations of the article have it: no curly “” ‘’
-  in Chinese text either. Inside a 「…」 the article's words keep their exact characters;
+- quotation marks, one convention with two roles (locales/README.md, the ledger): 「…」 quotes
+  the source article, character for character (tests/test_article_quotes.py checks the ledger's
+  against the article), and every other quotation is “…” (‘…’ inside), as GB/T 15834 and
+  d2l-zh write horizontal Chinese. So ``straight_quotes``: no half-width " (or ' beside a
+  Chinese character) in Chinese text, but inside a 「…」, where the article's own characters
+  stay; and ``corner_quotes``: no 「…」 that does not hold the article's words;
 - ``citations``: no "et al.", "and others" / "和 others", "n.d.", and no citation that repeats
   the names just before it ("Tenney 等人 [Tenney 等人, 2019]");
 - ``english``: no English word left in Chinese prose: names (capitalised: BERT, Tenney,
@@ -83,7 +85,6 @@ def cjk_spaces(text: str) -> list[str]:
 
 _CORNER = re.compile(r"「[^「」]*」")
 _STRAIGHT = re.compile('"|(?<=[' + HAN + "])'|'(?=[" + HAN + "])")
-_CURLY = re.compile("[\u201c\u201d\u2018\u2019]")
 
 
 def _outside_corners(text: str) -> str:
@@ -99,13 +100,19 @@ def straight_quotes(text: str) -> list[str]:
     return [_context(text, m.start(), m.end()) for m in _STRAIGHT.finditer(outside)]
 
 
-def curly_quotes(text: str) -> list[str]:
-    """Curly quotation marks (“” ‘’) in Chinese text, outside 「…」: the edition quotes with
-    「」 (『』 inside)."""
-    if not _HAN.search(text):
-        return []
-    outside = _outside_corners(text)
-    return [_context(text, m.start(), m.end()) for m in _CURLY.finditer(outside)]
+ARTICLE = (Path(__file__).resolve().parent / "fixtures" / "article-zh.txt").read_text()
+ARTICLE = ARTICLE.replace("\n", "")
+
+
+def corner_quotes(text: str) -> list[str]:
+    """A 「…」 that does not hold the article's words (each piece between …… is in it): 「」
+    quotes the article, exactly (tests/test_article_quotes.py), every other quotation is “…”."""
+    found = []
+    for m in _CORNER.finditer(text):
+        pieces = [p for p in re.split("\u2026+", m.group(0)[1:-1]) if p.strip()]
+        if not pieces or not all(p in ARTICLE for p in pieces):
+            found.append(_context(text, m.start(), m.end(), width=4))
+    return found
 
 
 _CITATION_WORDS = re.compile(
@@ -152,7 +159,7 @@ def english(text: str) -> list[str]:
 RULES: dict[str, Callable[[str], list[str]]] = {
     "cjk_spaces": cjk_spaces,
     "straight_quotes": straight_quotes,
-    "curly_quotes": curly_quotes,
+    "corner_quotes": corner_quotes,
     "citations": citations,
     "english": english,
 }

@@ -723,7 +723,9 @@ _INTERFACE_JS = """([names, taiwan, traditional]) => {
     if (t && !el.closest(skip) && !inProse(el) && english(t))
       found.push(`text "${t.slice(0, 50)}"`);
   }
-  const attributes = ['title', 'aria-label', 'placeholder', 'data-bs-title', 'data-tooltip'];
+  // Bootstrap moves a tooltip's title to data-bs-original-title once the page is up.
+  const attributes = ['title', 'aria-label', 'placeholder', 'data-bs-title', 'data-tooltip',
+                      'data-bs-original-title'];
   for (const el of document.body.querySelectorAll(attributes.map(a => `[${a}]`).join(', '))) {
     if (el.closest(skip)) continue;
     // In the prose, a link's title (the work it cites) or an output's label is content.
@@ -734,7 +736,9 @@ _INTERFACE_JS = """([names, taiwan, traditional]) => {
         found.push(`${el.tagName.toLowerCase()}[${a}="${v.slice(0, 50)}"]`);
     }
   }
-  const text = document.body.innerText;
+  const text = document.body.innerText + ' ' + [...document.querySelectorAll(
+    attributes.map(a => `[${a}]`).join(', '))].flatMap(el => attributes.map(a => el.getAttribute(a)
+    || '')).join(' ');
   const tw = taiwan.filter(w => text.includes(w));
   const trad = [...new Set(text.match(new RegExp(`[${traditional}]`, 'g')) || [])];
   return {english: [...new Set(found)], taiwan: [...tw, ...trad]};
