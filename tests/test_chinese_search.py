@@ -58,3 +58,60 @@ def test_the_index_holds_every_character_and_pair():
     words = set(language.split("而参数量和矩阵运算量与一个宽头相同"))
     assert {"参数", "数量", "头", "宽头"} <= words
     assert all(language.word_filter(w) for w in ("头", "参数")) and not language.word_filter("a")
+
+
+RUNNER_WITH_INDEX = """
+const vm = require("vm");
+const ctx = { window: {} };
+vm.createContext(ctx);
+vm.runInContext(require("fs").readFileSync(process.argv[1], "utf8"), ctx);
+const { cut, texToText } = ctx.window.mhaChineseSearch;
+const [queries, known, tex] = JSON.parse(process.argv[2]);
+const terms = new Set(known);
+console.log(JSON.stringify([queries.map((q) => cut(q, (t) => terms.has(t))), tex.map(texToText)]));
+"""
+
+
+def cut_with_index(queries: list[str], known: list[str], tex: list[str] = ()) -> list:
+    done = subprocess.run(
+        [node_executable(), "-e", RUNNER_WITH_INDEX, str(EXT / "static" / "chinese_search.js"),
+         json.dumps([queries, known, list(tex)])],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def test_a_query_is_cut_into_the_words_the_index_knows():
+    """With the index's terms (jieba's words and every pair a page holds), a run of Chinese is
+    covered by as few single characters, then as many pieces, as it can be: 缩放点积 is 缩放 +
+    点积 (a page with both words is found, not only one with the phrase, which has 放点 too);
+    a longer word is searched as its pairs, and a character the index lacks stays alone."""
+    index = ["缩放", "放点", "点积", "注意力", "注意", "意力", "汇聚", "参数量", "参数", "数量"]
+    cuts, _ = cut_with_index(["缩放点积", "注意力汇聚", "参数量", "缩放点积注意力", "头"], index)
+    assert cuts == [
+        ["缩放", "点积"],
+        ["注意", "意力", "汇聚"],
+        ["参数", "数量"],
+        ["缩放", "点积", "注意", "意力"],
+        ["头"],
+    ]
+
+
+def test_a_formula_in_a_search_summary_reads_as_text():
+    _, text = cut_with_index(
+        [],
+        [],
+        ["\\(W_q\\)", "\\(\\sqrt{d_k}\\)", "\\(d_\\text{head} \\times T\\)", "\\[QK^\\top\\]"],
+    )
+    assert text == ["W_q", "√d_k", "d_head × T", "QK^⊤"]
+
+
+def test_a_latin_word_is_indexed_as_the_browser_stems_the_query():
+    """Sphinx's Chinese search kept CLS unstemmed in the index while the browser looks for the
+    query's Porter stem, cl: a search for [CLS] found nothing."""
+    sys.path.insert(0, str(EXT))
+    from chinese_search import SearchChineseCharacters
+
+    language = SearchChineseCharacters({})
+    language.split("[CLS] 与 [SEP]")
+    assert language.stem("CLS") == "cl" and language.stem("heads") == "head"

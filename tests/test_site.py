@@ -662,6 +662,105 @@ _CHINESE_JS = f"""async englishUrl => {{
 }}"""
 
 
+# Chinese has no italics (book/_ext/cjk_emphasis.py, _static/book.css): no element whose own
+# text holds Chinese is drawn in italics or oblique, as the browser computes its style; and an
+# emphasis of Chinese text stays visible, in bold or in 楷体 (KaiTi's stack, a Song face without).
+_CJK_ITALICS_JS = """() => {
+  const cjk = /[\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff]/;
+  const label = el => el.tagName.toLowerCase() + [...el.classList].map(c => '.' + c).join('')
+    + ' "' + el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 30) + '"';
+  const italic = [], lost = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (el.closest('script, style, mjx-container, svg')) continue;
+    const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('');
+    if (!cjk.test(own)) continue;
+    const style = getComputedStyle(el);
+    if (style.fontStyle !== 'normal') italic.push(`${label(el)} (${style.fontStyle})`);
+  }
+  for (const em of document.querySelectorAll('article em')) {
+    if (!cjk.test(em.textContent)) continue;
+    const style = getComputedStyle(em);
+    const bold = parseInt(style.fontWeight, 10) >= 600;
+    const kai = /Kai/.test(style.fontFamily);  // _static/book.css's stack, whatever is installed
+    if (!bold && !kai) lost.push(label(em));
+  }
+  return {italic, lost};
+}"""
+
+# The theme's own words on a Chinese page (book/_ext/interface_strings.py): every text and
+# every tooltip or label (title, aria-label, ...) outside the article's prose, and the theme's
+# parts inside it (heading links, toggles, buttons, also those its scripts add), is Chinese,
+# but for code, formulas and the names below; an element marked lang="en" (the switcher to the
+# English page) says its own language. And no word of Taiwan's usage (列印 for 打印 ...) or in
+# traditional characters, anywhere on the page.
+INTERFACE_NAMES = {
+    "Ctrl": "the search shortcut's key", "K": "the search shortcut's key",
+    "Binder": "a service's name", "Colab": "a service's name", "GitHub": "a service's name",
+    ".pdf": "a file type", ".ipynb": "a file type", ".md": "a file type",
+}  # fmt: skip
+TAIWAN_WORDS = (
+    "列印", "档案", "程式码", "原始码", "搜寻", "网路", "视窗", "软体", "伺服器", "萤幕",
+    "滑鼠", "登入", "介面", "资料夹", "连结", "影片", "讯息", "回馈",
+)  # fmt: skip
+# Traditional forms of characters common in an interface (never in simplified text).
+TRADITIONAL = (
+    "檔網設顯視頁載選單側邊欄換複內錄尋變體與為這個們來說會"
+    "後過還當從對於開關閉項鍵圖層頭權數據連結訊"
+)
+_INTERFACE_JS = """([names, taiwan, traditional]) => {
+  const cjk = /[\\u3400-\\u9fff]/, latin = /[A-Za-z]{2,}/;
+  const ok = new Set(names);
+  const english = t => latin.test(t) && !cjk.test(t) && !ok.has(t);
+  const theirs = 'summary, button, .headerlink, .copybtn, .toggle-button, .sd-summary-title';
+  const inProse = el => el.closest('article.bd-article') && !el.closest(theirs);
+  // Code and formulas are names, wherever they are (a heading's code in the page's contents).
+  const skip = 'script, style, noscript, [lang="en"], [lang^="en-"], code, pre, kbd, .math, '
+    + 'mjx-container';
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement, t = n.textContent.replace(/\\s+/g, ' ').trim();
+    if (t && !el.closest(skip) && !inProse(el) && english(t))
+      found.push(`text "${t.slice(0, 50)}"`);
+  }
+  // Bootstrap moves a tooltip's title to data-bs-original-title once the page is up.
+  const attributes = ['title', 'aria-label', 'placeholder', 'data-bs-title', 'data-tooltip',
+                      'data-bs-original-title'];
+  for (const el of document.body.querySelectorAll(attributes.map(a => `[${a}]`).join(', '))) {
+    if (el.closest(skip)) continue;
+    // In the prose, a link's title (the work it cites) or an output's label is content.
+    if (inProse(el)) continue;
+    for (const a of attributes) {
+      const v = (el.getAttribute(a) || '').trim();
+      if (v && english(v))
+        found.push(`${el.tagName.toLowerCase()}[${a}="${v.slice(0, 50)}"]`);
+    }
+  }
+  const text = document.body.innerText + ' ' + [...document.querySelectorAll(
+    attributes.map(a => `[${a}]`).join(', '))].flatMap(el => attributes.map(a => el.getAttribute(a)
+    || '')).join(' ');
+  const tw = taiwan.filter(w => text.includes(w));
+  const trad = [...new Set(text.match(new RegExp(`[${traditional}]`, 'g')) || [])];
+  return {english: [...new Set(found)], taiwan: [...tw, ...trad]};
+}"""
+
+
+def _chinese_typography_problems(tab: object) -> list[str]:
+    """A Chinese page's italics and interface strings, as the browser shows them."""
+    problems = []
+    style = tab.evaluate(_CJK_ITALICS_JS)
+    if style["italic"]:
+        problems.append(f"Chinese text in italics: {style['italic'][:5]}")
+    if style["lost"]:
+        problems.append(f"emphasis of Chinese text neither bold nor 楷体: {style['lost'][:5]}")
+    words = tab.evaluate(_INTERFACE_JS, [list(INTERFACE_NAMES), list(TAIWAN_WORDS), TRADITIONAL])
+    if words["english"]:
+        problems.append(f"interface strings in English: {words['english'][:8]}")
+    if words["taiwan"]:
+        problems.append(f"Taiwan's words or traditional characters: {words['taiwan'][:8]}")
+    return problems
+
+
 def _no_chinese_edition(built_book: Path) -> None:
     """A private toc or book root builds English only; the book's own build must have both."""
     if "MHA_BOOK_TOC" in os.environ or "MHA_BOOK_SOURCE" in os.environ:
@@ -694,7 +793,39 @@ def _check_chinese_page(tab: object, site: Site, page: str) -> list[str]:
         problems.append(f"text left in English: {found['englishProse'][:5]}")
     if not re.search(r"[\u3400-\u9fff]", found["search"]):
         problems.append(f"the search field says {found['search']!r}, not Chinese")
+    problems.extend(_chinese_typography_problems(tab))
     return problems
+
+
+def test_the_chinese_typography_checks_find_injected_faults(site: Site, built_book: Path) -> None:
+    """The checks above, on a Chinese page with faults put in: Chinese in italics, an emphasis
+    drawn as plain text, an English button title and text, and Taiwan's 列印; and a button
+    added with one of the theme's English labels gets its Chinese one."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    tab = site.context.new_page()
+    try:
+        tab.goto(site.base + f"{ZH}{PAGES[0]}.html", wait_until="load")
+        assert _chinese_typography_problems(tab) == [], "the page itself must pass"
+        tab.evaluate("""() => {
+          const p = document.createElement('p');
+          document.querySelector('article section').append(p);
+          p.innerHTML = '<em>斜体的中文</em><span style="font-style: oblique">倾斜</span>'
+            + '<em class="plain" style="font-style: normal">平常</em>'
+            + '<button title="Open the sidebar">列印成 PDF</button>'
+            + '<button class="mha-added" aria-label="Toggle hidden content">+</button>';
+          document.querySelector('footer, .bd-footer-content, body').insertAdjacentHTML(
+            'beforeend', '<p>Open issue</p>');
+        }""")
+        found = "\n".join(_chinese_typography_problems(tab))
+        # A button a script adds with one of the theme's English labels is translated.
+        added = tab.evaluate("document.querySelector('.mha-added').getAttribute('aria-label')")
+    finally:
+        tab.close()
+    faults = ("斜体的中文", "倾斜", "平常", 'title="Open the sidebar"', "Open issue", "列印")
+    for fault in faults:
+        assert fault in found, f"{fault} not found in:\n{found}"
+    assert added == "显示或隐藏内容", added
 
 
 def test_language_switcher_keeps_the_section(site: Site, built_book: Path) -> None:
@@ -774,6 +905,104 @@ def test_chinese_search_finds_a_phrase_on_every_page_that_uses_it(
     finally:
         tab.close()
     assert not missed, f"the search misses pages that use the term: {missed}"
+
+
+def _search(tab: object, site: Site, query: str) -> list[tuple[str, str]]:
+    """The Chinese search page's results for ``query``: (page, its summary), in order."""
+    tab.goto(site.base + f"{ZH}search.html?q={query}", wait_until="load")
+    tab.wait_for_function(
+        "() => document.querySelector('#search-results p.search-summary')?.innerText.trim()",
+        timeout=PAGE_TIMEOUT_MS,
+    )
+    try:  # each result's summary is fetched after the list is complete
+        tab.wait_for_function(
+            "() => [...document.querySelectorAll('#search-results ul.search li')]"
+            ".every(li => li.querySelector('p.context'))",
+            timeout=5_000,
+        )
+    except Exception:  # noqa: BLE001, S110 - a result without a summary has none to check
+        pass
+    hits = tab.eval_on_selector_all(
+        "#search-results ul.search li",
+        "ls => ls.map(li => [new URL(li.querySelector('a').href).pathname,"
+        " li.querySelector('p.context')?.textContent ?? ''])",
+    )
+    return [(re.sub(r"^.*?/zh/|\.html$", "", h), summary) for h, summary in hits]
+
+
+def glossary_terms(built_book: Path) -> list[tuple[str, str]]:
+    """Each entry of the Chinese glossary: (its English term, its Chinese name, the words
+    before the "：" that opens its definition, without brackets or formulas)."""
+    import html as html_lib
+
+    page = (built_book / ZH / "book" / "glossary.html").read_text()
+    terms = []
+    for dt, dd in re.findall(r"<dt\b[^>]*>(.*?)</dt>\s*<dd>(.*?)</dd>", page, re.S):
+        dt = re.sub(r'<a class="headerlink".*?</a>', "", dt, flags=re.S)
+        english = html_lib.unescape(re.sub(r"<[^>]+>", "", dt)).strip()
+        dd = re.sub(r'<span class="math[^"]*">.*?</span>', "", dd, flags=re.S)
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", dd)).strip()
+        name = re.sub(r"（[^）]*）|\([^)]*\)", "", text.split("：", 1)[0]).strip()
+        terms.append((english, name))
+    return terms
+
+
+def test_chinese_search_finds_every_glossary_term_on_the_glossary(
+    site: Site, built_book: Path
+) -> None:
+    """Each glossary entry, searched by its Chinese name and by its English term, finds the
+    glossary, the page that defines it."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    terms = glossary_terms(built_book)
+    assert len(terms) >= 25 and ("attention sink", "注意力汇") in terms, terms
+    tab = site.context.new_page()
+    missed = []
+    try:
+        for english, chinese in terms:
+            for query in (chinese, english):
+                if "book/glossary" not in {page for page, _ in _search(tab, site, query)}:
+                    missed.append(query)
+    finally:
+        tab.close()
+    assert not missed, f"the search for these glossary terms misses the glossary: {missed}"
+
+
+# Words a reader types that the pages do not use as a phrase (book/_ext/chinese_search.py):
+# 缩放点积 (the chapter on scaling says 缩放 and 点积, never the phrase), and d2l-zh's 注意力汇聚
+# (its attention pooling), which readers type for the sinks; each must find these pages.
+SEARCHES = {
+    "缩放点积": {"notebooks/02_scaling"},
+    "注意力汇聚": {"notebooks/09b_attention_sinks", "book/glossary"},
+    "汇点": {"notebooks/09b_attention_sinks", "notebooks/05_inside_bert"},
+}
+_TEX = re.compile(r"\\[()\[\]]|\\(?:frac|sqrt|text|operatorname|times)\b")
+
+
+def test_chinese_search_finds_d2l_words_and_shows_formulas_as_text(
+    site: Site, built_book: Path
+) -> None:
+    """The searches above find their pages, and no result's summary shows a formula's TeX
+    source (\\(W_q\\)): the summaries of every result of these searches and of 投影."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    tab = site.context.new_page()
+    missed, tex = [], []
+    try:
+        for query in [*SEARCHES, "投影"]:
+            hits = _search(tab, site, query)
+            lacking = SEARCHES.get(query, set()) - {page for page, _ in hits}
+            if lacking:
+                missed.append(f"{query}: {sorted(lacking)}")
+            tex += [
+                f"{query} → {page}: …{summary[max(0, m.start() - 30) : m.end() + 30]}…"
+                for page, summary in hits
+                for m in _TEX.finditer(summary)
+            ]
+    finally:
+        tab.close()
+    assert not missed, f"the search misses: {missed}"
+    assert not tex, "summaries show TeX source:\n" + "\n".join(tex[:10])
 
 
 def _check_bertviz_view(tab: object, params: dict) -> list[str]:

@@ -11,6 +11,20 @@ punctuation. A delimiter next to a CJK character still never counts as next to a
 
 The patch replaces markdown-it's delimiter scan for the whole build (both editions: English
 pages quote the article's Chinese too); tests/test_cjk_emphasis.py checks both halves.
+
+Chinese has no italics either: a slanted 汉字 is a machine's fake, not a form of the type. In the
+Chinese edition only, emphasis that holds Chinese is marked for the way Chinese typesetting
+emphasises (``_static/book.css`` draws it, with ``font-style: normal``):
+
+- a word or a short phrase (at most ``SHORT`` characters, no sentence punctuation) in bold
+  (class ``mha-cjk-bold``), as d2l-zh and Chinese textbooks mark a stressed word;
+- a longer run, a sentence (the translated glosses of the article in the claims ledger and the
+  chapters) in 楷体, KaiTi (class ``mha-cjk-kai``), as Chinese books set quotations and as
+  LaTeX's ctex maps a Chinese emphasis (``\\emph``) to 楷体; where no KaiTi font is
+  installed, a Song (serif) face still sets the run apart from the sans-serif text.
+
+The ``<em>`` stays an ``<em>`` (its meaning for a screen reader is unchanged); English text and
+the English edition are untouched.
 """
 
 from __future__ import annotations
@@ -18,8 +32,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from docutils import nodes
 from markdown_it.common.utils import isMdAsciiPunct, isPunctChar, isWhiteSpace
 from markdown_it.rules_inline.state_inline import Scanned, StateInline
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 # CJK ideographs, kana, hangul, CJK symbols and punctuation, full-width forms.
 _CJK = re.compile(
@@ -31,6 +47,37 @@ _CJK = re.compile(
 def is_cjk(char: str) -> bool:
     """Whether ``char`` is a CJK character or CJK punctuation."""
     return bool(_CJK.match(char))
+
+
+# Emphasis of Chinese text: bold up to this many characters, 楷体 beyond (or for a sentence).
+SHORT = 12
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SENTENCE = re.compile("[，。；：！？]")
+BOLD, KAI = "mha-cjk-bold", "mha-cjk-kai"
+
+
+def chinese_emphasis(text: str) -> str | None:
+    """How emphasis of ``text`` is drawn in the Chinese edition: ``BOLD``, ``KAI``, or None
+    (text without Chinese keeps its italics)."""
+    if not _HAN.search(text):
+        return None
+    return KAI if len(text.strip()) > SHORT or _SENTENCE.search(text) else BOLD
+
+
+class ChineseEmphasis(SphinxPostTransform):
+    """Class every emphasis that holds Chinese (after citations and glue are resolved)."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        language = self.config.language or ""
+        if not language.startswith("zh"):
+            return
+        for node in self.document.findall(nodes.emphasis):
+            kind = chinese_emphasis(node.astext())
+            if kind is not None and kind not in node["classes"]:
+                node["classes"] += ["mha-cjk", kind]
 
 
 def scan_delims(self: StateInline, start: int, canSplitWord: bool) -> Scanned:  # noqa: N803
@@ -73,4 +120,5 @@ def install() -> None:
 
 def setup(app: Any) -> dict[str, Any]:
     install()
+    app.add_post_transform(ChineseEmphasis)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
