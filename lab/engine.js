@@ -18,6 +18,15 @@ async function fetchOk(name) {
   return res;
 }
 
+// The model as the site serves it: gzip-compressed (scripts/export_lab_model.py), inflated here
+// by the browser's own DecompressionStream, so that any static server can serve it as it is.
+const MODEL_FILE = "minilm-lab.onnx.gz";
+
+async function inflate(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
 // The body of `res`, reporting (bytes so far, bytes in all or 0) as it arrives.
 async function readBytes(res, onProgress) {
   const total = Number(res.headers.get("content-length")) || 0;
@@ -130,7 +139,7 @@ export class LabEngine {
     ]);
     this.tokenizer = new WordPiece(vocab);
     this.runner = await runner;
-    const model = await readBytes(await fetchOk("minilm-lab.onnx"), onProgress);
+    const model = await inflate(await readBytes(await fetchOk(MODEL_FILE), onProgress));
     const t1 = performance.now();
     await this.runner.create(model);
     const t2 = performance.now();
