@@ -410,7 +410,7 @@ export class LabPage {
       const arrow = !changed || wasPlace === place ? "" : wasPlace > place ? " ▲" : " ▼";
       return el("li", { class: "mha-lab-rank-item", "data-candidate": String(i) },
         el("span", { class: "mha-lab-rank-place", "aria-hidden": "true", text: `${place + 1}.` }),
-        el("span", { class: "mha-lab-rank-text", text: baseline.cands[i] }),
+        el("span", { class: "mha-lab-rank-text", lang: "en", text: baseline.cands[i] }),
         el("span", { class: "mha-lab-rank-value" }, el("strong", { text: fmt(now[i], 3) }), arrow),
         el("span", { class: "mha-lab-rank-track", "aria-hidden": "true" }, bar),
         ...(moved ? [el("span", { class: "mha-lab-rank-moved", text: moved })] : []));

@@ -643,9 +643,9 @@ _CHINESE_JS = f"""async englishUrl => {{
       'article h1, article h2, article h3, article p, article li, article th, article td')]
     .filter(e => !e.closest('.cell_output, .output, pre, .mha-lab-strings, .citation-list, '
                             + '.bibliography, [class*="highlight"]'))
-    .map(e => {{  // inline code is a name in either edition: the words around it count
-      const copy = e.cloneNode(true);
-      copy.querySelectorAll('code').forEach(c => c.remove());
+    .map(e => {{  // inline code is a name in either edition: the words around it count, and so
+      const copy = e.cloneNode(true);  // do those around English marked as such (lang="en":
+      copy.querySelectorAll('code, [lang="en"]').forEach(c => c.remove());  // the lab's sentences)
       return copy.textContent.trim();
     }})
     .filter(t => /[A-Za-z]{{3,}}.*[A-Za-z]{{3,}}/.test(t) && !cjk.test(t));

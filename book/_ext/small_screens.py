@@ -65,7 +65,6 @@ NARROW_MEDIA = "(max-width: 44.99em)"  # book.css's narrow screens (section 4)
 # The words the page's script shows (translated in the Chinese edition: _interface.po).
 WORDS = {
     "enlarge": "Tap to enlarge",
-    "enlarge-label": "Show the figure at full size",
     "close": "Close",
     "view-label": "The figure at full size",
     "pan": "Swipe to see all of it",
@@ -216,10 +215,9 @@ def _attr(tag: str, name: str) -> str | None:
 def zoomable(img: str, readable: int, words: dict[str, str] | None = None) -> str:
     """A figure ``img`` that fits the column, with its button to enlarge it (see the module)."""
     w = {**WORDS, **(words or {})}
-    label = html.escape(w["enlarge-label"], quote=True)
     return (
         f'<div class="{ZOOM_CLASS}" data-readable-width="{readable}">{img}'
-        f'<button type="button" class="mha-more mha-zoom" aria-label="{label}" hidden>'
+        f'<button type="button" class="mha-more mha-zoom" hidden>'
         f"{html.escape(w['enlarge'])}</button></div>"
     )
 
