@@ -366,7 +366,10 @@ def test_nothing_leaves_the_site_and_the_download_fits(browser_page) -> None:
 
 def test_a_model_that_fails_to_load_is_reported(browser_page) -> None:
     tab, base, *_ = browser_page
-    page = tab.context.new_page()
+    # A fresh context: this one's store (lab/store.js) has the model already.
+    fresh = tab.context.browser.new_context()
+    fresh.set_default_timeout(PAGE_TIMEOUT_MS)
+    page = fresh.new_page()
     page.route("**/minilm-lab.onnx.gz", lambda r: r.fulfill(status=404, body="gone"))
     try:
         page.goto(base + LAB)
@@ -375,7 +378,7 @@ def test_a_model_that_fails_to_load_is_reported(browser_page) -> None:
         )
         assert "could not load its model" in page.inner_text("#mha-lab-status")
     finally:
-        page.close()
+        fresh.close()
 
 
 def test_the_page_opened_from_disk_says_how_to_serve_it(browser_page, built_book) -> None:
@@ -959,3 +962,22 @@ def test_a_long_texts_large_map_is_a_window_around_a_token(browser_page) -> None
     assert f"tokens 81 to 120 of {tokens}" in tab.inner_text("#mha-lab-large-caption")
     _act(tab, lambda: tab.fill("#mha-lab-text", text))
     assert not tab.locator(".mha-lab-window").is_visible()
+
+
+def test_the_other_edition_downloads_neither_model_nor_runtime_again(browser_page) -> None:
+    """Both editions load the same files, kept in the lab's store (lab/store.js) after the
+    first visit: the Chinese lab page, opened after the English one, fetches neither."""
+    tab, base, *_ = browser_page
+    page = tab.context.new_page()
+    fetched: list[str] = []
+    page.on("requestfinished", lambda req: fetched.append(req.url))
+    try:
+        page.goto(base + "zh/" + LAB, wait_until="load")
+        page.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
+        page.evaluate("() => mhaLab.ready")
+        assert page.evaluate("() => mhaLab.stats.cached") is True
+        large = [u for u in fetched if u.endswith((".onnx.gz", ".wasm"))]
+        assert not large, f"downloaded again: {large}"
+        assert any(u.endswith("/_static/lab/lab.js") and "/zh/" not in u for u in fetched)
+    finally:
+        page.close()
