@@ -22,6 +22,11 @@ click (the event's own time stamp) to the next frame after the page's update is 
 model's share of it (its runs, from ``mhaLab.stats``) and the longest task of the page's
 main thread meanwhile (the browser's long-task entries: the time the page could not answer
 a scroll, a key or a click).
+Both editions: each repeat also loads the Chinese edition's lab page in a fresh context (its
+load time and download), and, in another fresh context, the English lab page and then the
+Chinese one, as a reader who switches language: the bytes that switch downloads (both
+editions load the same files, which the browser has then; a static server answers their
+revalidation without a body).
 The JSON (with provenance) is what the lab page's "how this works" note shows.
 """
 
@@ -116,6 +121,28 @@ def long_text(words: int = LONG_WORDS) -> str:
         for sentence in NATURAL_SENTENCES:
             out += sentence.split()
     return " ".join(out[:words])
+
+
+def open_lab(page: object, url: str) -> dict:
+    """Load a lab page and wait until it shows its first sentence; its own clocks."""
+    page.goto(url, wait_until="load")
+    page.wait_for_function("() => window.mhaLab", timeout=120_000)
+    page.evaluate("() => mhaLab.ready")
+    page.wait_for_function("() => mhaLab.draws >= 1", timeout=120_000)
+    return page.evaluate("() => mhaLab.stats")
+
+
+def _local_only(context: object) -> None:
+    context.route(
+        "**/*",
+        lambda r: (r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort()),
+    )
+
+
+def _count_bytes(page: object) -> list[int]:
+    sizes: list[int] = []
+    page.on("requestfinished", lambda req: sizes.append(req.sizes()["responseBodySize"]))
+    return sizes
 
 
 def time_action(page: object, action: object) -> dict[str, float]:
@@ -250,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/book/lab.html"
+    zh_url = f"http://127.0.0.1:{server.server_address[1]}/zh/book/lab.html"
+    zh_loads, zh_downloads, switch_downloads = [], [], []
     load_before = os.getloadavg()
     texts = sentences()
     loads, fetches, creates, runs, tokens, downloads = [], [], [], [], [], []
@@ -318,8 +347,32 @@ def main(argv: list[str] | None = None) -> int:
                         )
             longs.append(time_long_text(page))
             context.close()
+            # The reader switches language: the English lab page, then the Chinese one, in one
+            # fresh context without request interception (Playwright's routing turns the HTTP
+            # cache off, which would download everything again); the page makes no request off
+            # the machine (tests/test_lab.py checks it).
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            open_lab(page, url)
+            page.wait_for_load_state("networkidle")
+            switched = _count_bytes(page)
+            open_lab(page, zh_url)
+            page.wait_for_load_state("networkidle")
+            switch_downloads.append(sum(switched))
+            context.close()
+            # The Chinese edition on its own, in a fresh context.
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            _local_only(context)
+            page = context.new_page()
+            zh_sizes = _count_bytes(page)
+            zh_loads.append(open_lab(page, zh_url)["loadMs"] / 1000)
+            page.wait_for_load_state("networkidle")
+            zh_downloads.append(sum(zh_sizes))
+            context.close()
             print(
-                f"repeat {repeat + 1}/{args.repeats}: load {loads[-1]:.2f} s, "
+                f"repeat {repeat + 1}/{args.repeats}: load {loads[-1]:.2f} s (Chinese "
+                f"{zh_loads[-1]:.2f} s, {zh_downloads[-1] / 1e6:.1f} MB; switching language "
+                f"{switch_downloads[-1] / 1e6:.2f} MB), "
                 f"median run {statistics.median(runs[-len(texts) :]):.1f} ms; "
                 f"{_long_line(longs[-1])}",
                 flush=True,
@@ -342,13 +395,26 @@ def main(argv: list[str] | None = None) -> int:
         "run_tokens": {"min": min(tokens), "max": max(tokens)},
         "download_bytes": max(downloads),
         "model_bytes": meta["model_bytes"],
+        "editions": {
+            "en": {"load_s": spread(loads), "download_bytes": max(downloads)},
+            "zh": {"load_s": spread(zh_loads), "download_bytes": max(zh_downloads)},
+        },
+        # From the English lab page to the Chinese one in the same browser.
+        "switch_language_download_bytes": max(switch_downloads),
         "precision": meta["precision"],
         "browser_max_abs_map": worst_map,
         "browser_max_abs_embedding": worst_emb,
         "compared": {"sentences": len(texts), "masks": len(masks())},
         "long_text": long_result,
         # The budgets of the lab's issue, in headless Chromium on a 2-core machine.
-        "targets": {"load_s": 2.0, "run_ms": 50.0, "download_bytes": 65e6, "max_run_tokens": 32},
+        "targets": {
+            "load_s": 2.0,
+            "run_ms": 50.0,
+            "download_bytes": 55e6,
+            "model_bytes": 35e6,
+            "max_run_tokens": 32,
+            "long_click_ms": 300.0,
+        },
         "machine": {
             "cores": os.cpu_count(),
             "load_average_before": load_before[0],

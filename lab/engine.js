@@ -5,6 +5,7 @@
 
 import { flatMask } from "./heads.js";
 import { createSession, loadRuntime, runSession } from "./session.js";
+import { cachedBytes } from "./store.js";
 import { WordPiece } from "./wordpiece.js";
 
 const HERE = new URL(".", import.meta.url);
@@ -16,6 +17,15 @@ async function fetchOk(name) {
   const res = await fetch(new URL(name, HERE));
   if (!res.ok) throw new Error(`HTTP ${res.status}`);
   return res;
+}
+
+// The model as the site serves it: gzip-compressed (scripts/export_lab_model.py), inflated here
+// by the browser's own DecompressionStream, so that any static server can serve it as it is.
+const MODEL_FILE = "minilm-lab.onnx.gz";
+
+async function inflate(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 // The body of `res`, reporting (bytes so far, bytes in all or 0) as it arrives.
@@ -116,7 +126,8 @@ const startRunner = () => WorkerRunner.start().catch(() => new PageRunner());
 export class LabEngine {
   constructor() {
     // thread: where the model runs ("worker", or "page" where a browser has no module workers)
-    this.stats = { loadMs: null, fetchMs: null, createMs: null, bytes: {}, runs: [], thread: null };
+    // cached: the model came from the lab's store (store.js), not the network
+    this.stats = { loadMs: null, fetchMs: null, createMs: null, bytes: {}, runs: [], thread: null, cached: false };
     this.queue = Promise.resolve();
   }
 
@@ -130,7 +141,10 @@ export class LabEngine {
     ]);
     this.tokenizer = new WordPiece(vocab);
     this.runner = await runner;
-    const model = await readBytes(await fetchOk("minilm-lab.onnx"), onProgress);
+    const stored = await cachedBytes(new URL(MODEL_FILE, HERE), this.meta.cache_key,
+      async () => readBytes(await fetchOk(MODEL_FILE), onProgress));
+    this.stats.cached = stored.cached;
+    const model = await inflate(stored.bytes);
     const t1 = performance.now();
     await this.runner.create(model);
     const t2 = performance.now();

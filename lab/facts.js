@@ -9,10 +9,10 @@ export function facts(box, engine, bench, { t }) {
   const meta = engine.meta;
   const c = meta.candidates;
   const rows = Object.entries(c).map(([name, m]) => el("tr", {},
-    el("td", { text: name === meta.precision ? t("precision_used", { precision: name }) : name }), el("td", { text: mb(m.bytes) }),
+    el("td", { text: name === meta.precision ? t("precision_used", { precision: name }) : name }), el("td", { text: mb(m.download_bytes ?? m.bytes) }),
     el("td", { text: m.max_abs_map.toExponential(1) }), el("td", { text: fmt(m.min_cosine, 5) })));
   const table = el("table", { class: "mha-lab-table" },
-    el("caption", { text: t("precision_caption", { sentences: c.fp32.sentences, masks: c.fp32.masks,
+    el("caption", { text: t("precision_caption", { sentences: c.fp32.sentences, masks: c.fp32.masks, tokens: c.fp32.longest_tokens,
       map_tolerance: meta.rule.map_tolerance, cosine_floor: meta.rule.cosine_floor }) }),
     el("thead", {}, el("tr", {}, ...["precision_weights", "precision_file", "precision_map", "precision_cosine"]
       .map((key) => el("th", { scope: "col", text: t(key) })))),
@@ -26,6 +26,20 @@ export function facts(box, engine, bench, { t }) {
     ? t("own_timing_runs", { ...loaded, median: fmt(median, 0), runs: runs.length })
     : t("own_timing", loaded) }));
   if (bench && bench.lab) parts.push(el("p", { id: "mha-lab-bench", text: benchSentence(bench, t) }));
+  const eds = bench && bench.lab && bench.lab.editions;
+  if (eds && eds.zh) {
+    const long = bench.lab.long_text;
+    parts.push(el("p", { id: "mha-lab-bench-editions", text: t("bench_editions", {
+      zh_load: fmt(eds.zh.load_s.median, 2), zh_download: mb(eds.zh.download_bytes),
+      switch_download: mb(bench.lab.switch_language_download_bytes),
+    }) }));
+    if (long) {
+      parts.push(el("p", { id: "mha-lab-bench-long", text: t("bench_long", {
+        tokens: long.tokens, click_median: fmt(long.click_ms.median, 0), click_min: fmt(long.click_ms.min, 0),
+        click_max: fmt(long.click_ms.max, 0), clicks: long.click_ms.n, model_median: fmt(long.click_model_ms.median, 0),
+      }) }));
+    }
+  }
   box.replaceChildren(...parts);
 }
 

@@ -80,8 +80,12 @@ export function parseHash(hash) {
 
 // The grid's keyboard (one tab stop for all of it): where a key moves the focus from
 // (layer, head), as [layer, head], head -1 being the layer's own button; null for other keys.
-export function gridMove(key, layer, head, layers, heads) {
-  const moves = { ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0] };
+// `transposed`: the grid as a phone shows it, layers in columns and heads in rows, where the
+// arrows move the other way round (down is the next head).
+export function gridMove(key, layer, head, layers, heads, transposed = false) {
+  const moves = transposed
+    ? { ArrowDown: [0, 1], ArrowUp: [0, -1], ArrowRight: [1, 0], ArrowLeft: [-1, 0] }
+    : { ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0] };
   const clamp = (x, lo, hi) => Math.min(Math.max(x, lo), hi);
   if (moves[key]) {
     const [dl, dh] = moves[key];
@@ -119,4 +123,30 @@ export function ch6Step(on, presets, steps, layers, heads) {
     if (mask.every((v, i) => v > 0 === on[i] > 0)) return count;
   }
   return null;
+}
+
+// A reproducible stream of numbers in [0, 1) from a 32-bit seed (mulberry32).
+export function randomStream(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// `off` heads of layers × heads switched off at random (draw `draw` of a seeded series): the
+// lab's scale for a change, "as many heads as yours, chosen at random".
+export function randomMask(layers, heads, off, draw) {
+  const next = randomStream(0x9e3779b9 ^ (off * 7919 + draw * 104729));
+  const order = Array.from({ length: layers * heads }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const mask = new Float32Array(layers * heads).fill(1);
+  for (const i of order.slice(0, off)) mask[i] = 0;
+  return mask;
 }

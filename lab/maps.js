@@ -122,3 +122,41 @@ export function cosine(a, b) {
   }
   return aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : NaN;
 }
+
+// The large map of a long text: a window of `size` tokens (queries and keys alike) around
+// token `centre`, kept inside the text. A text of `size` tokens or fewer is shown whole.
+export function windowRange(T, centre, size) {
+  if (T <= size) return { from: 0, n: T };
+  const from = Math.min(Math.max(0, Math.round(centre) - Math.floor(size / 2)), T - size);
+  return { from, n: size };
+}
+
+// The share of the window's queries' weight that falls on the window's keys (0 to 1): how much
+// of where these tokens look the window shows.
+export function insideShare(maps, start, T, from, n) {
+  let inside = 0;
+  for (let q = from; q < from + n; q++) {
+    const row = start + q * T;
+    for (let k = from; k < from + n; k++) inside += maps[row + k];
+  }
+  return inside / n;
+}
+
+// Indices of `values` from the largest to the smallest (a stable order on ties).
+export function ranking(values) {
+  return values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).map(([, i]) => i);
+}
+
+export function median(values) {
+  if (values.length === 0) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// The mean of |a_i - b_i|: how far a list of similarities moved.
+export function meanAbsChange(a, b) {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += Math.abs(a[i] - b[i]);
+  return a.length ? sum / a.length : NaN;
+}

@@ -1,5 +1,5 @@
-// The lab's page: its controls, the grid of heads, the large map and the similarity, wired to
-// the model. Screen readers hear one message per action, from one polite live region
+// The lab's page: its controls, the grid of heads, the large map and the ranking of sentences
+// by meaning (what the model does), wired to the model. Screen readers hear one message per action, from one polite live region
 // (#mha-lab-announce); the visible boxes are not live. Every finished update counts in
 // `draws` (and the root's data-drawn) and resolves `drawn`, which tests and scripts await.
 // A long text stays quick: the small maps are drawn at their on-screen pixels, the large one
@@ -8,8 +8,9 @@
 
 import { $, el, nextTask } from "./dom.js";
 import { paintLarge, paintTile } from "./draw.js";
-import { ch6Step, countMessage, gridMove, HeadSwitches } from "./heads.js";
-import { cellAt, cosine, mapChange, mapStart, poolMax, strongestKeys, tilePixels } from "./maps.js";
+import { ch6Step, countMessage, gridMove, HeadSwitches, randomMask } from "./heads.js";
+import { cellAt, cosine, insideShare, mapChange, mapStart, meanAbsChange, median, poolMax, ranking, strongestKeys, tilePixels,
+  windowRange } from "./maps.js";
 import { clickIntent, PointerPlace } from "./pointer.js";
 import { fmt, LabStringsError } from "./strings.js";
 
@@ -17,9 +18,21 @@ const BOOK_SENTENCES = [
   "The cat sat on the mat because it was tired.",
   "The dog chased the ball.",
 ];
-const OTHER_SENTENCE = "A kitten was sleeping on the rug.";
+// The sentences the reader's is ranked against (one per line in the page's box): a paraphrase,
+// the same words with another meaning, a related sentence and an unrelated one.
+const CANDIDATES = [
+  "A tired cat was lying on the rug.",
+  "The mat was tired because the cat sat on it.",
+  "The dog chased the ball in the garden.",
+  "Interest rates rose again this spring.",
+];
+const MAX_CANDIDATES = 6;
+const WINDOW = 40; // tokens of a long text's large map
+const SCALE_DRAWS = 8; // random head sets the scale is measured on
+const SCALE_MAX_TOKENS = 64; // beyond this the scale's runs would hold the model too long
 const TYPING_PAUSE_MS = 250; // run the model once the reader pauses, not on every key
 const STALE = Symbol("a newer update took over");
+const signed = (x, digits) => `${x >= 0 ? "+" : "−"}${fmt(Math.abs(x), digits)}`;
 
 export class LabPage {
   constructor(root, engine, words) {
@@ -31,7 +44,9 @@ export class LabPage {
     this.selected = [0, 0];
     this.result = null; // the model's output on screen: {maps, T, tokens, …}
     this.base = null; // and the same text's with every head on, for the change bars
-    this.baseline = null; // the latest all-heads-on runs: {text, other, res, otherRes}
+    this.baseline = null; // the latest all-heads-on runs: {text, cands, res, candRes}
+    this.centre = 0; // a long text's window of the large map: the token at its centre
+    this.onCache = new Map(); // the candidates' all-heads-on runs, by sentence
     this.pending = null;
     this.place = new PointerPlace();
     this.lastPointerType = null;
@@ -89,11 +104,12 @@ export class LabPage {
     text.value = sentences[0];
     const pick = el("select", { id: "mha-lab-pick", "aria-label": t("pick_label") }, el("option", { value: "", text: t("pick_prompt") }));
     for (const s of sentences) pick.append(el("option", { value: s, text: s }));
-    const other = el("input", { id: "mha-lab-other", type: "text", spellcheck: "false" });
-    other.value = OTHER_SENTENCE;
+    const other = el("textarea", { id: "mha-lab-candidates", rows: "4", spellcheck: "false" });
+    other.value = CANDIDATES.join("\n");
     controls.append(
+      el("p", { id: "mha-lab-english", class: "mha-lab-english", text: t("model_language") }),
       el("label", { for: "mha-lab-text", text: t("text_label") }), text, pick,
-      el("label", { for: "mha-lab-other", text: t("other_label") }), other,
+      el("label", { for: "mha-lab-candidates", text: t("candidates_label") }), other,
     );
 
     const presets = el("div", { class: "mha-lab-presets", role: "group", "aria-label": t("presets_label") });
@@ -138,6 +154,16 @@ export class LabPage {
     const toggle = el("button", { type: "button", id: "mha-lab-switch", class: "mha-lab-switch" });
     toggle.addEventListener("click", () => this.toggleHead(...this.selected));
     $("#mha-lab-large-title", this.root).after(toggle);
+    // A long text's window: the token at its centre, by slider or a step either way.
+    const slider = el("input", { id: "mha-lab-window", type: "range", min: "0", max: "0", value: "0", "aria-label": t("window_label") });
+    const step = (by, label) => {
+      const b = el("button", { type: "button", class: "mha-lab-step", "aria-label": t(label), text: by < 0 ? "◀" : "▶" });
+      b.addEventListener("click", () => this.moveWindow(this.centre + by));
+      return b;
+    };
+    slider.addEventListener("input", () => this.moveWindow(Number(slider.value)));
+    const windowBox = el("div", { class: "mha-lab-window", hidden: "" }, step(-1, "window_prev"), slider, step(1, "window_next"));
+    toggle.after(windowBox);
     // Only the pointer's own moves show a head: not the page scrolling under a still pointer.
     document.addEventListener("pointermove", (e) => this.pointerMoved(e), { passive: true });
     const legend = $(".mha-lab-legend", this.root);
@@ -175,7 +201,12 @@ export class LabPage {
     const grid = $("#mha-lab-grid", this.root);
     grid.replaceChildren();
     grid.style.setProperty("--heads", this.H);
-    grid.append(el("span", { class: "mha-lab-corner", "aria-hidden": "true", text: this.t("grid_corner") }));
+    grid.style.setProperty("--layers", this.L);
+    // The corner names the rows and columns: layers in rows on a wide screen, in columns on a
+    // phone (lab.css transposes the grid there).
+    grid.append(el("span", { class: "mha-lab-corner", "aria-hidden": "true" },
+      el("span", { class: "mha-lab-wide", text: this.t("grid_corner") }),
+      el("span", { class: "mha-lab-narrow", text: this.t("grid_corner_narrow") })));
     for (let h = 0; h < this.H; h++) grid.append(el("span", { class: "mha-lab-colhead", "aria-hidden": "true", text: String(h) }));
     this.tiles = [];
     this.layerButtons = [];
@@ -212,7 +243,8 @@ export class LabPage {
 
   // Arrow keys move between heads (one tab stop for the whole grid); Enter or Space switch.
   gridKeys(e, l, h) {
-    const to = gridMove(e.key, l, h, this.L, this.H);
+    const transposed = getComputedStyle($("#mha-lab-grid", this.root)).gridAutoFlow.startsWith("column");
+    const to = gridMove(e.key, l, h, this.L, this.H, transposed);
     if (!to) return;
     const target = to[1] < 0 ? this.layerButtons[to[0]] : this.tiles[to[0] * this.H + to[1]];
     e.preventDefault();
@@ -281,7 +313,8 @@ export class LabPage {
   }
 
   // Runs the model (and, when the text changed, the all-heads-on baseline), then redraws and
-  // announces what changed: the note for new text, the count for heads, and the similarity.
+  // announces what changed: the note for new text, the count for heads, and the closest
+  // sentence; then measures the change's scale (measureScale).
   // The note's time is this update's, measured: from its start (the click, or the end of the
   // typing pause) to the maps drawn, with the model's runs and the drawing in it. With every
   // head on, the maps are the baseline's (the same run), drawn without running again.
@@ -289,7 +322,7 @@ export class LabPage {
     const started = performance.now();
     const { t } = this;
     const text = $("#mha-lab-text", this.root).value;
-    const other = $("#mha-lab-other", this.root).value;
+    const cands = this.candidates();
     const ticket = {};
     this.pending = ticket; // a run still under way for older input is dropped when it ends
     if (text.trim() === "") {
@@ -309,20 +342,25 @@ export class LabPage {
     };
     try {
       let baseline = this.baseline;
-      if (textChanged || !baseline || baseline.text !== text || baseline.other !== other) {
-        const base = await run(text, null);
-        const baseOther = other.trim() ? await run(other, null) : null;
-        baseline = this.baseline = { text, other, res: base, otherRes: baseOther };
+      if (textChanged || !baseline || baseline.text !== text || baseline.cands.join("\n") !== cands.join("\n")) {
+        const reuse = baseline && baseline.text === text && !textChanged;
+        const base = reuse ? baseline.res : await run(text, null);
+        const candRes = [];
+        for (const c of cands) candRes.push(this.onCache.get(c) || (await run(c, null)));
+        for (let i = 0; i < cands.length; i++) this.onCache.set(cands[i], candRes[i]);
+        if (!reuse) this.centre = Math.min(base.T - 1, Math.floor(WINDOW / 2));
+        baseline = this.baseline = { text, cands, res: base, candRes };
       }
       const res = allOn ? baseline.res : await run(text, mask);
-      const resOther = !other.trim() ? null : allOn ? baseline.otherRes : await run(other, mask);
+      const candRes = [];
+      for (let i = 0; i < cands.length; i++) candRes.push(allOn ? baseline.candRes[i] : await run(cands[i], mask));
       if (this.pending !== ticket) return; // a newer request took over
       this.result = res;
       this.base = baseline.res;
       const drawing = performance.now();
       this.drawLarge(); // the selected head first, then the grid a layer at a time
       if (!(await this.drawTiles(ticket))) return;
-      const similar = this.similarity(resOther, baseline);
+      const top = this.showRanking(candRes, baseline);
       const now = performance.now();
       const times = { tokens: res.T, total: fmt(now - started, 0), draw: fmt(now - drawing, 0) };
       const timing = spent.runs > 0
@@ -332,7 +370,8 @@ export class LabPage {
         ? t("note_truncated", { positions: this.engine.meta.max_positions, cut: res.truncated, shown: res.T - 2, timing })
         : timing, res.truncated > 0 ? "warn" : "info");
       const what = textChanged ? noted : $("#mha-lab-count", this.root).textContent;
-      this.finished(quiet ? null : [what, similar].filter(Boolean).join(" "));
+      this.finished(quiet ? null : [what, top].filter(Boolean).join(" "));
+      this.measureScale(ticket, { text, cands, mask, res, baseline });
     } catch (err) {
       if (err === STALE) return;
       if (err instanceof LabStringsError) throw err; // a broken catalogue: fail loudly
@@ -342,21 +381,97 @@ export class LabPage {
     }
   }
 
-  // Fills the similarity box; returns its text when there was a second sentence to compare.
-  similarity(resOther, baseline) {
-    const box = $("#mha-lab-similarity", this.root);
-    if (!resOther || !baseline.otherRes) {
-      box.textContent = this.t("similarity_none");
+  // The sentences to rank against the reader's: the box's non-empty lines, at most six.
+  candidates() {
+    return $("#mha-lab-candidates", this.root).value.split("\n").map((line) => line.trim()).filter(Boolean)
+      .slice(0, MAX_CANDIDATES);
+  }
+
+  // The ranking by cosine similarity to the reader's sentence, now and with every head on;
+  // returns what is said aloud (the closest sentence), or null without candidates.
+  showRanking(candRes, baseline) {
+    const { t } = this;
+    const list = $("#mha-lab-ranking", this.root);
+    const now = candRes.map((r) => cosine(this.result.embedding, r.embedding));
+    const before = baseline.candRes.map((r) => cosine(baseline.res.embedding, r.embedding));
+    this.cosines = { now, before };
+    if (now.length === 0) {
+      list.replaceChildren(el("li", { class: "mha-lab-rank-none", text: t("rank_none") }));
       return null;
     }
-    const now = cosine(this.result.embedding, resOther.embedding);
-    const before = cosine(baseline.res.embedding, baseline.otherRes.embedding);
-    box.replaceChildren(...this.parts("similarity", {
-      cosine: el("strong", { id: "mha-lab-cos", text: fmt(now, 4) }),
-      before: fmt(before, 4),
-      change: `${now - before >= 0 ? "+" : "−"}${fmt(Math.abs(now - before), 4)}`,
+    const order = ranking(now);
+    const was = ranking(before);
+    const changed = now.some((v, i) => v !== before[i]);
+    const items = order.map((i, place) => {
+      const wasPlace = was.indexOf(i);
+      const bar = el("span", { class: "mha-lab-rank-bar" });
+      bar.style.width = `${Math.max(0, Math.min(100, 100 * now[i]))}%`;
+      const moved = !changed ? "" : t("rank_moved", { before: fmt(before[i], 3), rank: wasPlace + 1, change: signed(now[i] - before[i], 3) });
+      const arrow = !changed || wasPlace === place ? "" : wasPlace > place ? " ▲" : " ▼";
+      return el("li", { class: "mha-lab-rank-item", "data-candidate": String(i) },
+        el("span", { class: "mha-lab-rank-place", "aria-hidden": "true", text: `${place + 1}.` }),
+        el("span", { class: "mha-lab-rank-text", lang: "en", text: baseline.cands[i] }),
+        el("span", { class: "mha-lab-rank-value" }, el("strong", { text: fmt(now[i], 3) }), arrow),
+        el("span", { class: "mha-lab-rank-track", "aria-hidden": "true" }, bar),
+        ...(moved ? [el("span", { class: "mha-lab-rank-moved", text: moved })] : []));
+    });
+    list.replaceChildren(...items);
+    return t("rank_top", { sentence: baseline.cands[order[0]], cosine: fmt(now[order[0]], 3) });
+  }
+
+  // The scale of a change: as many heads switched off at random, SCALE_DRAWS times, each moving
+  // the similarities by some mean amount; the page says where the reader's change falls among
+  // them. Runs after the update is on screen; the next update stops it.
+  async measureScale(ticket, { text, cands, mask, res, baseline }) {
+    const { t } = this;
+    const box = $("#mha-lab-scale", this.root);
+    const off = mask.reduce((n, v) => n + (v === 0), 0);
+    const done = (message) => {
+      box.textContent = message;
+      this.scaled = (this.scaled || 0) + 1;
+      this.root.dataset.scaled = String(this.scaled);
+    };
+    if (cands.length === 0) return done("");
+    if (off === 0) return done(t("scale_all_on"));
+    if (res.T > SCALE_MAX_TOKENS) return done(t("scale_long", { tokens: SCALE_MAX_TOKENS }));
+    const { now, before } = this.cosines;
+    const yours = meanAbsChange(now, before);
+    const top = ranking(before)[0];
+    const moves = [];
+    let flips = 0;
+    try {
+      for (let d = 0; d < SCALE_DRAWS; d++) {
+        if (this.pending !== ticket) return;
+        box.textContent = t("scale_pending", { off, done: d, draws: SCALE_DRAWS });
+        const random = randomMask(this.L, this.H, off, d);
+        const mine = (await this.engine.run(text, random)).embedding;
+        const cos = [];
+        for (const c of cands) {
+          if (this.pending !== ticket) return;
+          cos.push(cosine(mine, (await this.engine.run(c, random)).embedding));
+        }
+        moves.push(meanAbsChange(cos, before));
+        if (ranking(cos)[0] !== top) flips += 1;
+      }
+    } catch (err) {
+      if (err instanceof LabStringsError) throw err;
+      if (this.pending === ticket) done("");
+      return;
+    }
+    if (this.pending !== ticket) return;
+    const typical = median(moves);
+    done(t(ranking(now)[0] !== top ? "scale_result_top" : "scale_result", {
+      off, yours: fmt(yours, 3), random: fmt(typical, 3), draws: SCALE_DRAWS,
+      low: fmt(Math.min(...moves), 3), high: fmt(Math.max(...moves), 3),
+      ratio: fmt(typical > 0 ? yours / typical : 0, 1), flips,
     }));
-    return box.textContent;
+  }
+
+  // A long text's window moves to `centre` (a token), and the large map with it.
+  moveWindow(centre) {
+    if (!this.result) return;
+    this.centre = Math.min(Math.max(0, centre), this.result.T - 1);
+    this.drawLarge();
   }
 
   change(l, h) {
@@ -428,15 +543,25 @@ export class LabPage {
     const canvas = $("#mha-lab-large", this.root);
     const on = this.heads.isOn(l, h);
     const start = mapStart(l, h, this.H, T);
-    const layout = paintLarge(canvas, { maps, start, T, tokens, on,
+    const { from, n } = windowRange(T, this.centre, WINDOW);
+    const layout = paintLarge(canvas, { maps, start, T, tokens, on, from, n,
       textColour: getComputedStyle(this.root).color || "#222", avail: canvas.parentElement.clientWidth });
     canvas.setAttribute("aria-label", t("large_map_label", { layer: l, head: h, strongest: strongestKeys(maps, start, T, tokens) }));
     const delta = this.change(l, h);
     $("#mha-lab-large-title", this.root).textContent = t(on ? "large_title_on" : "large_title_off", { layer: l, head: h });
     const change = delta > 0 ? t("large_changed", { change: fmt(delta, 3) }) : t("large_identical");
-    $("#mha-lab-large-caption", this.root).textContent = on ? change : t("large_caption_off", { change });
+    const windowed = n < T ? t("window_caption", { from, to: from + n - 1, tokens: T, token: tokens[this.centre],
+      inside: fmt(100 * insideShare(maps, start, T, from, n), 0) }) : "";
+    $("#mha-lab-large-caption", this.root).textContent = [windowed, on ? change : t("large_caption_off", { change })]
+      .filter(Boolean).join(" ");
+    const box = $(".mha-lab-window", this.root);
+    box.hidden = n === T;
+    const slider = $("#mha-lab-window", this.root);
+    slider.max = String(T - 1);
+    slider.value = String(this.centre);
+    slider.setAttribute("aria-valuetext", `${this.centre}: ${tokens[this.centre]}`);
     this.labelSwitch();
-    this.hover = { layout, T, tokens, start, maps };
+    this.hover = { layout, T, tokens, start, maps, from, n };
   }
 
   // The large map's switch names its head and what it will do.
@@ -450,12 +575,12 @@ export class LabPage {
     const hv = this.hover;
     if (!hv) return;
     const rect = event.target.getBoundingClientRect();
-    const cell = cellAt(event.clientX - rect.left, event.clientY - rect.top, hv.layout, hv.T);
+    const cell = cellAt(event.clientX - rect.left, event.clientY - rect.top, hv.layout, hv.n);
     if (!cell) {
       box.textContent = "\u00a0";
       return;
     }
-    const [q, k] = cell;
+    const [q, k] = [cell[0] + hv.from, cell[1] + hv.from];
     box.textContent = this.t("readout", { query_token: hv.tokens[q], query: q, key_token: hv.tokens[k], key: k,
       weight: fmt(hv.maps[hv.start + q * hv.T + k], 3) });
   }

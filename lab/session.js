@@ -3,15 +3,22 @@
 // the page's main thread, so that a long text's run never freezes the page; engine.js does it
 // on the page itself where a browser has no module workers. Both give the same numbers.
 
-// ONNX Runtime Web from the site's own copy (`vendor`: the URL of its folder).
+import { cachedBytes } from "./store.js";
+
+// ONNX Runtime Web from the site's own copy (`vendor`: the URL of its folder); its WebAssembly
+// through the lab's store (store.js), so that it is downloaded once.
 export async function loadRuntime(vendor) {
   const ort = await import(new URL("ort.wasm.min.js", vendor).href);
   ort.env.wasm.numThreads = 1; // no cross-origin isolation on a static site: one thread
   ort.env.wasm.proxy = false;
-  ort.env.wasm.wasmPaths = {
-    mjs: new URL("ort-wasm-simd-threaded.js", vendor).href,
-    wasm: new URL("ort-wasm-simd-threaded.wasm", vendor).href,
-  };
+  const wasm = new URL("ort-wasm-simd-threaded.wasm", vendor);
+  const { bytes } = await cachedBytes(wasm, JSON.stringify(ort.env.versions), async () => {
+    const res = await fetch(wasm);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    return new Uint8Array(await res.arrayBuffer());
+  });
+  ort.env.wasm.wasmBinary = bytes;
+  ort.env.wasm.wasmPaths = { mjs: new URL("ort-wasm-simd-threaded.js", vendor).href };
   ort.env.logLevel = "error";
   return ort;
 }

@@ -21,6 +21,11 @@ from xml.sax.saxutils import escape
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures"
 WIDTH, HEIGHT = 980, 430
+# The phone's copy (``mha_layer_<theme>_narrow[.zh_CN].svg``): the same layer drawn top to
+# bottom, as wide as a phone's column (358 px at a 390 px window), so that Concat, W_o and the
+# output are on screen and its text stays at 12 px or more. book/_ext/small_screens.py shows it
+# on narrow screens in place of the wide one (a <picture> whose source says so).
+NARROW_WIDTH, NARROW_HEIGHT = 360, 752
 THEMES = {  # per theme: text, secondary text, box fill, lines, and heads 1, 2 and h
     "light": {
         "ink": "#1f2328",
@@ -57,6 +62,12 @@ ZH = {
     "output": "输出",
     "W_{o} mixes the heads: every": "W_{o} 混合各个头：",
     "output feature reads all of them": "每个输出特征都读取全部头",
+    # the narrow copy's lines
+    "every head attends over all T tokens": "每个头都关注全部 T 个词元，",
+    "with its own d_{head} = d_{model} / h features": "各用自己的 d_{head} = d_{model} / h 个特征",
+    "h heads in parallel: h maps of T × T weights": "h 个头并行：h 张 T × T 的权重图",
+    "W_{o} mixes the heads: every output": "W_{o} 混合各个头：",
+    "feature reads all of them": "每个输出特征都读取全部头",
 }
 LANGUAGES = {"": {}, ".zh_CN": ZH}  # file suffix: words
 FONTS = {"": "DejaVu Sans, Helvetica, Arial, sans-serif",
@@ -93,7 +104,8 @@ class Canvas:
         italic: bool = False,
     ) -> None:
         s = self.words.get(s, s)
-        style = ' font-style="italic"' if italic else ""
+        # Chinese text is never set in italics (the edition's typography): only English is.
+        style = ' font-style="italic"' if italic and not self.words else ""
         self.parts.append(
             f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}" '
             f'font-weight="{weight}" fill="{color or self.t["ink"]}"{style}>{_markup(s)}</text>'
@@ -134,7 +146,7 @@ class Canvas:
             f'marker-end="url(#head-{c.lstrip("#")})"/>'
         )
 
-    def svg(self) -> str:
+    def svg(self, width: int = WIDTH, height: int = HEIGHT) -> str:
         colors = {self.t["line"], *self.heads}
         markers = "".join(
             f'<marker id="head-{c.lstrip("#")}" viewBox="0 0 10 10" refX="9" refY="5" '
@@ -144,8 +156,8 @@ class Canvas:
         )
         body = "\n".join(self.parts)
         return (
-            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-            f'width="{WIDTH}" height="{HEIGHT}" font-family="{self.fonts}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" font-family="{self.fonts}" '
             f'role="img">\n<defs>{markers}</defs>\n{body}\n</svg>\n'
         )
 
@@ -212,6 +224,63 @@ def draw(theme_name: str, words: dict[str, str] | None = None) -> str:
     return c.svg()
 
 
+def draw_narrow(theme_name: str, words: dict[str, str] | None = None) -> str:
+    """The same layer for a phone's column: top to bottom, every stage on screen."""
+    c = Canvas(THEMES[theme_name], words)
+    muted = c.t["muted"]
+    mid = NARROW_WIDTH / 2
+    # input
+    c.text(mid, 22, "input", 15, weight="bold")
+    c.box(mid - 50, 32, 100, 44)
+    c.text(mid, 60, "X", 18, weight="bold")
+    c.text(mid, 94, "T × d_{model}", 13, color=muted)
+    # projections side by side, each cut into one slice of columns per head
+    for col, name in enumerate(("Q = X W_{q}", "K = X W_{k}", "V = X W_{v}")):
+        x = 15 + col * 115
+        c.arrow(mid, 100, x + 50, 124)
+        c.text(x + 50, 142, name, 13)
+        c.striped(x, 150, 100, 40)
+    c.text(mid, 212, "one projection each; their", 13, color=muted)
+    c.text(mid, 229, "columns are cut into h slices", 13, color=muted)
+    # heads, one lane each, one under the other
+    h1, h2, hh = c.heads
+    lanes = (("head 1", h1, 262), ("head 2", h2, 336), ("head h", hh, 430))
+    for n, (label, color, y) in enumerate(lanes):
+        c.box(10, y, 340, 62, stroke=color)
+        c.text(20, y + 22, label, 14, anchor="start", color=color, weight="bold")
+        c.text(20, y + 47, "softmax(Q_{i} K_{i}ᵀ / √d_{head}) V_{i}", 13, anchor="start")
+        for r in range(4):
+            for k in range(4):
+                opacity = 0.25 + 0.6 * ((r * 3 + k * (n + 1)) % 4) / 3
+                c.parts.append(
+                    f'<rect x="{292 + k * 12}" y="{y + 8 + r * 12}" width="11" height="11" '
+                    f'fill="{color}" fill-opacity="{opacity:.2f}"/>'
+                )
+    c.arrow(mid, 236, mid, 258)
+    c.text(mid, 418, "⋮", 22, color=muted)
+    c.text(mid, 512, "every head attends over all T tokens", 13, color=muted, italic=True)
+    c.text(mid, 529, "with its own d_{head} = d_{model} / h features", 13, color=muted, italic=True)
+    c.text(mid, 549, "h heads in parallel: h maps of T × T weights", 13, color=muted)
+    c.text(mid, 566, "each head's output T × d_{head}", 13, color=muted)
+    c.arrow(mid, 576, 56, 600)
+    # concatenation, output projection, output in a row, each named under its box
+    c.striped(10, 604, 80, 44)
+    c.text(50, 668, "concat", 15, weight="bold")
+    c.text(50, 687, "T × d_{model}", 13, color=muted)
+    c.arrow(92, 626, 136, 626)
+    c.box(140, 604, 64, 44)
+    c.text(172, 632, "W_{o}", 15, weight="bold")
+    c.text(172, 668, "mix", 15, weight="bold")
+    c.arrow(206, 626, 250, 626)
+    c.box(254, 604, 80, 44)
+    c.text(294, 632, "Y", 18, weight="bold")
+    c.text(294, 668, "output", 15, weight="bold")
+    c.text(294, 687, "T × d_{model}", 13, color=muted)
+    c.text(mid, 722, "W_{o} mixes the heads: every output", 13, color=muted)
+    c.text(mid, 739, "feature reads all of them", 13, color=muted)
+    return c.svg(NARROW_WIDTH, NARROW_HEIGHT)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
@@ -220,6 +289,8 @@ def main() -> None:
     for name in THEMES:
         for suffix, words in LANGUAGES.items():
             (args.out / f"mha_layer_{name}{suffix}.svg").write_text(draw(name, words))
+            narrow = draw_narrow(name, words)
+            (args.out / f"mha_layer_{name}_narrow{suffix}.svg").write_text(narrow)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "book" / "figures"
 
@@ -14,16 +16,20 @@ def test_committed_svgs_are_the_scripts_output(tmp_path):
         [sys.executable, str(REPO / "scripts" / "draw_mha_diagram.py"), "--out", str(tmp_path)],
         check=True,
     )
-    for theme in ("light", "dark", "light.zh_CN", "dark.zh_CN"):
+    for theme in (
+        "light", "dark", "light.zh_CN", "dark.zh_CN",
+        "light_narrow", "dark_narrow", "light_narrow.zh_CN", "dark_narrow.zh_CN",
+    ):  # fmt: skip
         drawn = (tmp_path / f"mha_layer_{theme}.svg").read_text()
         committed = (FIGURES / f"mha_layer_{theme}.svg").read_text()
         assert drawn == committed, f"rerun scripts/draw_mha_diagram.py ({theme} differs)"
 
 
-def test_the_diagram_names_every_stage_and_the_themes_differ():
+@pytest.mark.parametrize("variant", ["", "_narrow"])
+def test_the_diagram_names_every_stage_and_the_themes_differ(variant):
     texts = {}
     for theme in ("light", "dark"):
-        root = ElementTree.parse(FIGURES / f"mha_layer_{theme}.svg").getroot()
+        root = ElementTree.parse(FIGURES / f"mha_layer_{theme}{variant}.svg").getroot()
         texts[theme] = " ".join(
             "".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")
         )
@@ -41,18 +47,19 @@ def test_the_diagram_names_every_stage_and_the_themes_differ():
     ):
         assert stage in texts["light"], f"the diagram lost {stage!r}"
     assert texts["light"] == texts["dark"]
-    light = (FIGURES / "mha_layer_light.svg").read_text()
-    dark = (FIGURES / "mha_layer_dark.svg").read_text()
+    light = (FIGURES / f"mha_layer_light{variant}.svg").read_text()
+    dark = (FIGURES / f"mha_layer_dark{variant}.svg").read_text()
     assert light != dark and "#e6edf3" in dark and "#1f2328" in light  # text colours per theme
 
 
-def test_the_chinese_diagram_has_the_same_shapes_and_no_english_words():
+@pytest.mark.parametrize("variant", ["", "_narrow"])
+def test_the_chinese_diagram_has_the_same_shapes_and_no_english_words(variant):
     """Sphinx shows mha_layer_<theme>.zh_CN.svg in the Chinese build (figure_language_filename)."""
     import re
 
     for theme in ("light", "dark"):
-        english = ElementTree.parse(FIGURES / f"mha_layer_{theme}.svg").getroot()
-        chinese = ElementTree.parse(FIGURES / f"mha_layer_{theme}.zh_CN.svg").getroot()
+        english = ElementTree.parse(FIGURES / f"mha_layer_{theme}{variant}.svg").getroot()
+        chinese = ElementTree.parse(FIGURES / f"mha_layer_{theme}{variant}.zh_CN.svg").getroot()
         shapes = ("rect", "line", "path")
         for shape in shapes:
             tag = "{http://www.w3.org/2000/svg}" + shape
@@ -64,3 +71,17 @@ def test_the_chinese_diagram_has_the_same_shapes_and_no_english_words():
         # Left in English: only the formulas' names (softmax) and symbols.
         assert set(re.findall(r"[A-Za-z]{3,}", words)) <= {"softmax", "dhead", "dmodel"}  # d_{head}
         assert "WenQuanYi Zen Hei" in chinese.get("font-family")
+        assert "italic" not in ElementTree.tostring(chinese, encoding="unicode")  # no CJK italics
+
+
+def test_the_narrow_diagram_fits_a_phone():
+    """Drawn for a phone's column (358 px at 390): its text at 12 px or more there."""
+    for name in ("light_narrow", "light_narrow.zh_CN"):
+        root = ElementTree.parse(FIGURES / f"mha_layer_{name}.svg").getroot()
+        width = float(root.get("width"))
+        assert width <= 360
+        sizes = [
+            float(t.get("font-size"))
+            for t in root.iter("{http://www.w3.org/2000/svg}text")
+        ]
+        assert min(sizes) * 358 / width >= 12

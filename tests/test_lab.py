@@ -53,7 +53,8 @@ REPO = Path(__file__).resolve().parents[1]
 MAP_TOLERANCE = 5e-3  # largest |Δ attention weight|, any head, any query, any key
 EMBEDDING_TOLERANCE = 5e-3  # largest |Δ| of a mean-pooled embedding coordinate
 COSINE_FLOOR = 0.9999  # embedding direction, page vs PyTorch
-DOWNLOAD_BUDGET = 65e6  # bytes, the whole lab page
+DOWNLOAD_BUDGET = 55e6  # bytes, the whole lab page (the model, the runtime, the page: 50.4 MB)
+MODEL_BUDGET = 35e6  # bytes, the model as downloaded (issue 37: it was 46 MB)
 LOAD_TIMEOUT_MS = 120_000  # a busy CI machine; bench/lab.py measures the real load time
 # A long paste (bench/lab.py's 1,000 words, 512 tokens): the longest task of the page's main
 # thread after a click, and the click's wait beyond the model's own runs. Before this bound,
@@ -113,7 +114,7 @@ def browser_page(built_book: Path) -> Iterator[tuple[object, str, list[str], lis
             tab.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
             tab.evaluate("() => mhaLab.ready")  # after the first sentence is drawn
             assert tab.evaluate("() => mhaLab.draws") >= 1
-            assert tab.locator("#mha-lab-cos").count() == 1
+            assert tab.locator("#mha-lab-ranking li.mha-lab-rank-item").count() == 4
             assert not errors, f"JavaScript errors while the lab loaded: {errors}"
             yield tab, base, blocked, sizes
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -272,7 +273,7 @@ def _title(tab: object) -> str:
 def test_clicking_a_head_changes_the_maps_downstream_only(browser_page) -> None:
     tab, *_ = browser_page
     _all_on(tab)
-    cos_before = tab.inner_text("#mha-lab-cos")
+    cos_before = tab.inner_text("#mha-lab-ranking")
     _act(tab, lambda: _tile(tab, 2, 5).click())
     assert _tile(tab, 2, 5).get_attribute("aria-pressed") == "false"
     changes = _changes(tab)
@@ -281,7 +282,7 @@ def test_clicking_a_head_changes_the_maps_downstream_only(browser_page) -> None:
     assert "switched off" in tab.inner_text("#mha-lab-large-title")
     assert tab.inner_text("#mha-lab-count").startswith("1 of")
     _act(tab, lambda: tab.click("#mha-lab-all-off"))
-    assert tab.inner_text("#mha-lab-cos") != cos_before
+    assert tab.inner_text("#mha-lab-ranking") != cos_before
     assert "no token sees any other" in tab.inner_text("#mha-lab-count")
     _all_on(tab)
 
@@ -356,12 +357,20 @@ def test_nothing_leaves_the_site_and_the_download_fits(browser_page) -> None:
     _, _, blocked, sizes = browser_page
     assert not blocked, f"requests that left the site: {blocked}"
     assert 0 < sum(sizes) <= DOWNLOAD_BUDGET, f"the lab downloaded {sum(sizes) / 1e6:.1f} MB"
+    model = browser_page[0].evaluate(
+        "() => performance.getEntriesByType('resource')"
+        ".filter(e => e.name.endsWith('.onnx.gz')).map(e => e.encodedBodySize)"
+    )
+    assert len(model) == 1 and 0 < model[0] <= MODEL_BUDGET, f"the model's download: {model}"
 
 
 def test_a_model_that_fails_to_load_is_reported(browser_page) -> None:
     tab, base, *_ = browser_page
-    page = tab.context.new_page()
-    page.route("**/minilm-lab.onnx", lambda r: r.fulfill(status=404, body="gone"))
+    # A fresh context: this one's store (lab/store.js) has the model already.
+    fresh = tab.context.browser.new_context()
+    fresh.set_default_timeout(PAGE_TIMEOUT_MS)
+    page = fresh.new_page()
+    page.route("**/minilm-lab.onnx.gz", lambda r: r.fulfill(status=404, body="gone"))
     try:
         page.goto(base + LAB)
         page.wait_for_function(
@@ -369,7 +378,7 @@ def test_a_model_that_fails_to_load_is_reported(browser_page) -> None:
         )
         assert "could not load its model" in page.inner_text("#mha-lab-status")
     finally:
-        page.close()
+        fresh.close()
 
 
 def test_the_page_opened_from_disk_says_how_to_serve_it(browser_page, built_book) -> None:
@@ -453,21 +462,23 @@ def test_each_action_is_announced_once_from_one_live_region(browser_page) -> Non
     assert tab.get_attribute("#mha-lab-announce", "aria-live") == "polite"
     tab.evaluate(_RECORD_ANNOUNCEMENTS_JS)
 
-    _act(tab, lambda: _tile(tab, 1, 7).click())  # a head: the count, and the similarity
+    _act(tab, lambda: _tile(tab, 1, 7).click())  # a head: the count, and the closest sentence
     said = _said(tab)
     assert len(said) == 1, said
     assert said[0].startswith(tab.inner_text("#mha-lab-count")), said
-    assert tab.inner_text("#mha-lab-cos") in said[0] and "similarity" in said[0], said
+    top = tab.inner_text("#mha-lab-ranking li:first-child .mha-lab-rank-value strong")
+    assert "Closest in meaning" in said[0] and top in said[0], said
 
     _act(tab, lambda: tab.click("#mha-lab-all-on"))  # a preset: the same, once
     said = _said(tab)
     assert len(said) == 1 and said[0].startswith("All heads are on."), said
 
-    _act(tab, lambda: tab.fill("#mha-lab-other", "A dog was sleeping on the rug."))
-    said = _said(tab)  # new text: the note (tokens, time), and the similarity
+    candidates = tab.input_value("#mha-lab-candidates")
+    _act(tab, lambda: tab.fill("#mha-lab-candidates", "A dog was sleeping on the rug."))
+    said = _said(tab)  # new text: the note (tokens, time), and the closest sentence
     assert len(said) == 1, said
     assert said[0].startswith(tab.inner_text("#mha-lab-note")) and "tokens" in said[0], said
-    assert tab.inner_text("#mha-lab-cos") in said[0], said
+    assert "A dog was sleeping on the rug." in said[0], said
 
     _tile(tab, 0, 0).focus()  # moving between heads: the focused button speaks for itself
     tab.keyboard.press("ArrowRight")
@@ -476,7 +487,7 @@ def test_each_action_is_announced_once_from_one_live_region(browser_page) -> Non
     _act(tab, lambda: tab.fill("#mha-lab-text", ""))
     assert _said(tab) == [tab.inner_text("#mha-lab-note")]
     _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
-    _act(tab, lambda: tab.fill("#mha-lab-other", "A kitten was sleeping on the rug."))
+    _act(tab, lambda: tab.fill("#mha-lab-candidates", candidates))
 
 
 def test_drawn_resolves_after_the_next_update(browser_page) -> None:
@@ -510,7 +521,8 @@ def _imports(module: Path) -> set[str]:
 
 
 def test_the_site_serves_every_module_of_the_lab(built_book: Path) -> None:
-    """lab.js and every module it imports, at their current versions, in both editions."""
+    """lab.js and every module it imports, at their current versions, once for both editions:
+    the Chinese lab page loads the English site's copies (book/_ext/site_assets.py)."""
     lab = REPO / "lab"
     needed, todo = set(), ["lab.js"]
     while todo:
@@ -520,12 +532,18 @@ def test_the_site_serves_every_module_of_the_lab(built_book: Path) -> None:
             todo.extend(_imports(lab / name))
     modules = {"strings.js", "heads.js", "maps.js", "wordpiece.js", "worker.js", "session.js"}
     assert modules <= needed, needed
-    editions = [built_book] + ([built_book / "zh"] if (built_book / "zh" / LAB).is_file() else [])
-    for root in editions:
-        served = root / "_static" / "lab"
-        for name in sorted(needed | {"lab.css"}):
-            assert (served / name).is_file(), f"{served / name} is missing"
-            assert (served / name).read_bytes() == (lab / name).read_bytes(), f"{name} is stale"
+    served = built_book / "_static" / "lab"
+    for name in sorted(needed | {"lab.css"}):
+        assert (served / name).is_file(), f"{served / name} is missing"
+        assert (served / name).read_bytes() == (lab / name).read_bytes(), f"{name} is stale"
+    zh = built_book / "zh"
+    if (zh / LAB).is_file():
+        page = (zh / LAB).read_text(encoding="utf-8")
+        assert (
+            'src="../../_static/lab/lab.js"' in page and 'href="../../_static/lab/lab.css"' in page
+        )
+        assert not (zh / "_static" / "lab").exists(), "the Chinese edition ships a second copy"
+        assert not (zh / "_static" / "vendor" / "onnxruntime-web").exists()
 
 
 def test_a_long_text_never_holds_the_page_and_the_note_says_its_time(browser_page) -> None:
@@ -564,10 +582,12 @@ def test_a_long_text_never_holds_the_page_and_the_note_says_its_time(browser_pag
 
 # In the page: the large map's and one small map's pixels against the model's weights (with
 # the page's colour scale, itself checked against matplotlib's viridis). The large map draws
-# every weight as its own square; a small map draws each of its pixels as the largest weight
+# every weight of its window (a long text's 40 tokens around the slider's token) as its own
+# square; a small map draws each of its pixels as the largest weight
 # of the block of queries and keys it covers, the blocks' edges at floor(i * T / n).
 _PIXELS_JS = """async ([layer, head]) => {
-  const {colour, largeLayout} = await import(new URL('../_static/lab/maps.js', location.href));
+  const {colour, largeLayout, windowRange} =
+    await import(new URL('../_static/lab/maps.js', location.href));
   const text = document.querySelector('#mha-lab-text').value;
   const run = await mhaLab.run(text, null);
   const map = run.attentions[layer][head], T = map.length;
@@ -576,14 +596,18 @@ _PIXELS_JS = """async ([layer, head]) => {
   const large = document.querySelector('#mha-lab-large');
   const ctx = large.getContext('2d');
   ctx.font = '12px sans-serif';
-  const widest = Math.max(...run.tokens.map(t => ctx.measureText(t).width));
-  const {label, cell} = largeLayout(T, widest, large.parentElement.clientWidth);
+  const centre = +document.querySelector('#mha-lab-window').value;
+  const {from, n: shown} = windowRange(T, centre, 40);
+  const widest = Math.max(...run.tokens.slice(from, from + shown)
+    .map(t => ctx.measureText(t).width));
+  const {label, cell} = largeLayout(shown, widest, large.parentElement.clientWidth);
   const dpr = window.devicePixelRatio || 1;
   const img = ctx.getImageData(0, 0, large.width, large.height);
-  for (let q = 0; q < T; q++) for (let k = 0; k < T; k++) {
+  for (let q = 0; q < shown; q++) for (let k = 0; k < shown; k++) {
     const x = Math.floor((label + (k + 0.5) * cell) * dpr);
     const y = Math.floor((label + (q + 0.5) * cell) * dpr);
-    worst.large = Math.max(worst.large, off(img.data, 4 * (y * large.width + x), map[q][k]));
+    const w = map[from + q][from + k];
+    worst.large = Math.max(worst.large, off(img.data, 4 * (y * large.width + x), w));
   }
   const tile = document.querySelector(
     `.mha-lab-tile[data-layer='${layer}'][data-head='${head}'] canvas`);
@@ -596,7 +620,7 @@ _PIXELS_JS = """async ([layer, head]) => {
     worst.small = Math.max(worst.small, off(small, 4 * (r * n + c), top));
   }
   const pooled = !document.querySelector('#mha-lab-pooled').hidden;
-  return {T, n, css: tile.clientWidth, cell, worst, pooled};
+  return {T, n, css: tile.clientWidth, cell, shown, from, worst, pooled};
 }"""
 
 
@@ -611,7 +635,14 @@ def test_the_maps_on_screen_are_the_models_weights(browser_page) -> None:
     got = tab.evaluate(_PIXELS_JS, [1, 3])
     print(f"\n{got}")
     assert got["T"] > got["n"] >= got["css"] > 10 and got["pooled"], got  # a pooled small map
+    assert got["shown"] == 40 and got["from"] == 0, got  # the large map: a window
     assert got["worst"]["large"] <= 1 and got["worst"]["small"] <= 1, got  # of 255, rounding
+    tab.evaluate(  # the window moved along the text: its weights, still each its own
+        "() => { const s = document.querySelector('#mha-lab-window'); s.value = '60';"
+        " s.dispatchEvent(new Event('input')); }"
+    )
+    got = tab.evaluate(_PIXELS_JS, [1, 3])
+    assert got["from"] == 40 and got["worst"]["large"] <= 1, got
     _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
     got = tab.evaluate(_PIXELS_JS, [1, 3])
     assert got["n"] == got["T"] and not got["pooled"], got  # a short text: a pixel per weight
@@ -811,3 +842,142 @@ def test_small_maps_follow_the_size_of_their_squares(browser_page) -> None:
         tab.set_viewport_size({"width": 1280, "height": 900})
     tab.wait_for_function(f"n => ({size})()[0] === n", arg=wide[0])
     _act(tab, lambda: tab.fill("#mha-lab-text", "The cat sat on the mat because it was tired."))
+
+
+# The scale's numbers are shown to 3 decimals; the browser's model is within MAP_TOLERANCE of
+# PyTorch's maps and moves a cosine by far less than this (measured: under 1e-4).
+COSINE_SHOWN = 2e-3
+_SCALE = re.compile(
+    r"your (\d+) heads off move these similarities by ([\d.]+) on average; \d+ heads chosen at "
+    r"random move them by ([\d.]+) \(median of (\d+) draws, from ([\d.]+) to ([\d.]+)\)"
+)
+
+
+def test_the_ranking_and_its_scale_match_python(browser_page, reference) -> None:
+    """What the model does (the sentences ranked by the cosine of their embeddings with the
+    reader's) and the scale of a change (as many heads switched off at random, the page's own
+    draws), each recomputed in Python from the book's BERT code."""
+    import statistics
+
+    from mha_lib.bert.lab import lab_outputs
+
+    tab, *_ = browser_page
+    model, tokenizer = reference
+    _all_on(tab)
+    assert "Every head is on" in tab.inner_text("#mha-lab-scale")
+    text = tab.input_value("#mha-lab-text")
+    cands = [c.strip() for c in tab.input_value("#mha-lab-candidates").split("\n") if c.strip()]
+    assert len(cands) == 4
+
+    def cosines(mask: torch.Tensor) -> list[float]:
+        mine = lab_outputs(model, tokenizer, text, mask)[2]
+        return [
+            float(
+                torch.nn.functional.cosine_similarity(
+                    mine, lab_outputs(model, tokenizer, c, mask)[2], dim=0
+                )
+            )
+            for c in cands
+        ]
+
+    def mean_move(now: list[float], base: list[float]) -> float:
+        return sum(abs(a - b) for a, b in zip(now, base, strict=True)) / len(now)
+
+    base = cosines(torch.ones(6, 12))
+    shown = [
+        float(v)
+        for v in tab.locator("#mha-lab-ranking .mha-lab-rank-value strong").all_inner_texts()
+    ]
+    assert shown == sorted(shown, reverse=True)
+    assert all(
+        abs(a - b) <= COSINE_SHOWN for a, b in zip(shown, sorted(base, reverse=True), strict=True)
+    )
+
+    scaled = int(tab.get_attribute("#mha-lab", "data-scaled") or 0)
+    _act(tab, lambda: tab.click("#mha-lab-ch5"))
+    tab.wait_for_function(
+        "n => +document.querySelector('#mha-lab').dataset.scaled > n", arg=scaled, timeout=180_000
+    )
+    scale = tab.inner_text("#mha-lab-scale")
+    found = _SCALE.search(scale)
+    assert found, scale
+    off, draws = int(found[1]), int(found[4])
+    on = tab.evaluate(
+        "() => [...document.querySelectorAll('.mha-lab-tile')]"
+        ".map(t => t.getAttribute('aria-pressed') === 'true' ? 1 : 0)"
+    )
+    mask = torch.tensor(on, dtype=torch.float32).view(6, 12)
+    assert int((mask == 0).sum()) == off > 0
+    now = cosines(mask)
+    assert abs(mean_move(now, base) - float(found[2])) <= COSINE_SHOWN, (scale, now, base)
+    moves = []
+    for d in range(draws):
+        random = tab.evaluate(
+            "async ([off, d]) => Array.from((await import('/_static/lab/heads.js'))"
+            ".randomMask(6, 12, off, d))",
+            [off, d],
+        )
+        random = torch.tensor(random, dtype=torch.float32).view(6, 12)
+        assert int((random == 0).sum()) == off
+        moves.append(mean_move(cosines(random), base))
+    typical, low, high = (float(found[k]) for k in (3, 5, 6))
+    for got, want in ((typical, statistics.median(moves)), (low, min(moves)), (high, max(moves))):
+        assert abs(got - want) <= COSINE_SHOWN, (scale, moves)
+    # The ranking under the heads now off, as Python ranks it (ties closer than shown aside).
+    shown = [
+        float(v)
+        for v in tab.locator("#mha-lab-ranking .mha-lab-rank-value strong").all_inner_texts()
+    ]
+    assert all(
+        abs(a - b) <= COSINE_SHOWN for a, b in zip(shown, sorted(now, reverse=True), strict=True)
+    )
+    _all_on(tab)
+
+
+def test_a_long_texts_large_map_is_a_window_around_a_token(browser_page) -> None:
+    """The large map of a long text: 40 tokens around a chosen one, every weight in it legible
+    (cells of several px), the window moved by a slider and by a step either way."""
+    tab, *_ = browser_page
+    bench = _bench()
+    text = tab.input_value("#mha-lab-text")
+    _all_on(tab)
+    _act(tab, lambda: tab.fill("#mha-lab-text", bench.long_text(200)))
+    tokens = tab.evaluate("() => +document.querySelector('#mha-lab-window').max + 1")
+    assert tokens > 200
+    assert tab.locator(".mha-lab-window").is_visible()
+    caption = tab.inner_text("#mha-lab-large-caption")
+    assert f"tokens 0 to 39 of {tokens}" in caption, caption
+    inside = int(re.search(r"put (\d+) % of their weight", caption)[1])
+    assert 0 <= inside <= 100
+    size = tab.evaluate(
+        "() => document.querySelector('#mha-lab-large').getBoundingClientRect().width"
+    )
+    assert size >= 40 * 5 + 50, size  # 40 cells of 5 px or more, and the tokens' labels
+    tab.evaluate(
+        "() => { const s = document.querySelector('#mha-lab-window'); s.value = '100';"
+        " s.dispatchEvent(new Event('input')); }"
+    )
+    assert f"tokens 80 to 119 of {tokens}" in tab.inner_text("#mha-lab-large-caption")
+    tab.locator(".mha-lab-step").nth(1).click()
+    assert f"tokens 81 to 120 of {tokens}" in tab.inner_text("#mha-lab-large-caption")
+    _act(tab, lambda: tab.fill("#mha-lab-text", text))
+    assert not tab.locator(".mha-lab-window").is_visible()
+
+
+def test_the_other_edition_downloads_neither_model_nor_runtime_again(browser_page) -> None:
+    """Both editions load the same files, kept in the lab's store (lab/store.js) after the
+    first visit: the Chinese lab page, opened after the English one, fetches neither."""
+    tab, base, *_ = browser_page
+    page = tab.context.new_page()
+    fetched: list[str] = []
+    page.on("requestfinished", lambda req: fetched.append(req.url))
+    try:
+        page.goto(base + "zh/" + LAB, wait_until="load")
+        page.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
+        page.evaluate("() => mhaLab.ready")
+        assert page.evaluate("() => mhaLab.stats.cached") is True
+        large = [u for u in fetched if u.endswith((".onnx.gz", ".wasm"))]
+        assert not large, f"downloaded again: {large}"
+        assert any(u.endswith("/_static/lab/lab.js") and "/zh/" not in u for u in fetched)
+    finally:
+        page.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -200,3 +201,45 @@ def test_all_heads_off_makes_tokens_context_free(loaded) -> None:
     assert _gap(ha[2], hb[2]) > MOVED * EMBEDDING_TOLERANCE  # cat and dog still differ
     _, _, embedding = _lab(model, tokenizer, "the cat sat", off)
     assert _gap(embedding, ha.mean(0)) <= EMBEDDING_TOLERANCE
+
+
+def test_byte_planes_keep_each_weight_within_half_a_step_and_compress(tmp_path) -> None:
+    """scripts/export_lab_model.py's to_planes on a one-MatMul graph: the weight is rebuilt
+    from its two byte planes within half a step (1/512 of its row's root mean square) of the
+    original, onnxruntime computes with it, and the file compresses below its float16 size."""
+    import gzip
+    import importlib.util
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    spec = importlib.util.spec_from_file_location(
+        "export_lab_model", Path(__file__).resolve().parents[1] / "scripts" / "export_lab_model.py"
+    )
+    export = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(export)
+    rng = np.random.default_rng(0)
+    weight = (rng.standard_normal((64, 96)) * rng.uniform(0.01, 3, (64, 1))).astype(np.float32)
+    weight[3, 5] = 40.0  # one large value: its row's step follows the row's size, not this value
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 96])],
+        [numpy_helper.from_array(weight, name="w")],
+    )
+    src, dst = tmp_path / "fp32.onnx", tmp_path / "planes.onnx"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    onnx.save(model, str(src))
+    export.to_planes(src, dst)
+    stored = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(dst)).graph.initializer}
+    assert stored["w__high"].dtype == np.int8 and stored["w__low"].dtype == np.uint8
+    rebuilt = (stored["w__high"].astype(np.float64) * 256 + stored["w__low"]) * stored["w__scale"]
+    step = np.sqrt((weight.astype(np.float64) ** 2).mean(axis=1, keepdims=True)) / 512
+    assert np.all(np.abs(rebuilt - weight) <= step / 2 * (1 + 1e-6))
+    x = rng.standard_normal((1, 64)).astype(np.float32)
+    got = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, x @ rebuilt.astype(np.float32), rtol=1e-5, atol=1e-5)
+    assert len(gzip.compress(dst.read_bytes())) < weight.size * 2  # under float16's bytes

@@ -70,14 +70,21 @@ def _png(width: int, height: int) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def test_a_figure_gets_the_width_at_which_its_text_is_9_px() -> None:
+def test_a_figure_fits_and_gets_its_readable_width_and_a_button() -> None:
     src = _png(687, 300)
     assert small_screens.png_width(src) == 687
     style = "max-width:100%;height:auto"
     img = f'<img src="{src}" alt="a plot" data-min-text-px="15.28" style="{style}">'
     out = small_screens.small_screen_body(f"<div>{img}</div>")
-    # 687 px at 15.28 px text: 9 px text at 687 * 9 / 15.28 = 404.6 px, so 405 px.
-    assert 'style="max-width:100%;height:auto; min-width:405px"' in out
+    # 687 px at 15.28 px text: 9 px text at 687 * 9 / 15.28 = 404.6 px, so 405 px. The image
+    # keeps its style (it fits the column); the wrapper records the width, the button waits.
+    assert f'<div class="mha-zoomable" data-readable-width="405">{img}<button' in out
+    assert '<button type="button" class="mha-more mha-zoom" hidden>' in out
+    assert "hidden>Tap to enlarge</button></div>" in out
+    assert "min-width" not in out
+    # Translated words reach the button.
+    words = {"enlarge": "点击放大"}
+    assert 'hidden>点击放大</button>' in small_screens.small_screen_body(img, words=words)
     # Without the size, or not a PNG, nothing changes.
     bare = img.replace(' data-min-text-px="15.28"', "")
     assert small_screens.small_screen_body(bare) == bare
@@ -99,6 +106,36 @@ def test_the_diagram_is_measured_from_its_svg() -> None:
     assert f'style="width: 100%; min-width:{-(-980 * 9 // min(sizes)):.0f}px"' in out
     # An image that is not an SVG of the book's is left as it is.
     assert small_screens.small_screen_body(link, lambda src: None) == link
+    # With a narrow drawing: a <picture> that shows it on narrow screens, no min-width.
+    out = small_screens.small_screen_body(
+        link, lambda src: diagram, lambda src: "../_images/x_narrow.svg"
+    )
+    assert (
+        '<picture><source media="(max-width: 44.99em)" srcset="../_images/x_narrow.svg">'
+        '<img alt="Diagram" class="only-light" src="../_images/x.svg" style="width: 100%;" />'
+        "</picture>" in out
+    )
+    assert "mha-scroll" not in out and "min-width" not in out
+
+
+def test_narrow_names() -> None:
+    assert small_screens.narrow_name("mha_layer_light.svg") == "mha_layer_light_narrow.svg"
+    assert (
+        small_screens.narrow_name("mha_layer_light.zh_CN.svg")
+        == "mha_layer_light_narrow.zh_CN.svg"
+    )
+    for name in ("mha_layer_light", "mha_layer_dark"):
+        for lang in ("", ".zh_CN"):
+            narrow = REPO / "book" / "figures" / small_screens.narrow_name(f"{name}{lang}.svg")
+            assert narrow.is_file(), narrow
+
+
+def test_the_words_reach_the_page() -> None:
+    div = small_screens.words_div({"close": 'Close "it"', "pan": "平移"})
+    assert div == (
+        '<div id="mha-small-screens" hidden data-close="Close &quot;it&quot;" '
+        'data-pan="平移"></div>'
+    )
 
 
 @pytest.mark.parametrize(

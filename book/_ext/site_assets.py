@@ -14,6 +14,13 @@ After an html build:
   benchmark's committed numbers (``bench/results/lab.json``) and ONNX Runtime Web's
   WebAssembly build go into ``_static/lab/`` and ``_static/vendor/onnxruntime-web/``.
 
+The Chinese edition (``zh/`` inside the English site, scripts/build_book.py) serves none of the
+lab's files itself: with ``mha_lab_files_from`` set (book/zh.yml: ``"../"``, the English site
+relative to this one), its lab page loads the lab's script and style sheet, and with them the
+model, the vocabulary and ONNX Runtime Web, from the English site's ``_static``. One copy
+(about 48 MB) serves both editions, and a reader who switches language downloads nothing
+again: the browser has those very URLs already.
+
 So the built site works offline from any static server. Set ``MHA_NODE_MODULES`` to use
 another ``node_modules`` directory (a temporary copy of the book, say).
 """
@@ -61,7 +68,7 @@ ORT_FILES = {
 LAB_PAGE = "book/lab"
 # lab.js imports its sibling modules by relative URL: every one must be served beside it.
 LAB_SOURCE_PATTERNS = ("*.js", "*.css")
-MODEL_FILES = ("minilm-lab.onnx", "vocab.txt", "lab-model.json")
+MODEL_FILES = ("minilm-lab.onnx.gz", "vocab.txt", "lab-model.json")
 OFF_HOST = re.compile(
     r"""(?:src|href)=["']https?://(?:cdnjs\.cloudflare\.com|cdn\.jsdelivr\.net|unpkg\.com)[^"']*"""
 )
@@ -133,6 +140,15 @@ def export_lab_model(srcdir: Path) -> Path:
     return out
 
 
+def share_lab_files(page: Path, up: str) -> None:
+    """Point the lab page's script and style sheet at another site's copy (``up``: "../")."""
+    text = page.read_text(encoding="utf-8")
+    shared = re.sub(r'((?:src|href)=")((?:\.\./)*)_static/lab/', rf"\1\2{up}_static/lab/", text)
+    if shared == text:
+        raise ExtensionError(f"site_assets: {page} names no _static/lab/ file to share")
+    page.write_text(shared, encoding="utf-8")
+
+
 def build_finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -160,6 +176,9 @@ def build_finished(app: Sphinx, exception: Exception | None) -> None:
         logger.warning("site_assets: pages still load scripts from a CDN:\n" + "\n".join(left))
     if not lab_built:
         return
+    if app.config.mha_lab_files_from:
+        share_lab_files(outdir / f"{LAB_PAGE}.html", app.config.mha_lab_files_from)
+        return
     for src, dst in ORT_FILES.items():
         _copy(modules / src, static / dst)
     model_dir = export_lab_model(srcdir)
@@ -175,5 +194,7 @@ def build_finished(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, bool]:
+    # Where the lab's files are served instead of this site's own _static (book/zh.yml).
+    app.add_config_value("mha_lab_files_from", "", "html", [str])
     app.connect("build-finished", build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

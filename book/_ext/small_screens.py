@@ -14,18 +14,31 @@ what that CSS cannot compute itself:
    columnheader, rowheader, cell), so that a screen reader still meets a table with its headers
    when CSS displays those parts as blocks (browsers have dropped table semantics for
    ``display: block`` tables; the roles keep them).
-2. **Figures at a readable size.** The book's rule (CONTRIBUTING.md, tests/test_site.py) is
-   that a figure's smallest text is at least 9 px as shown. A figure shown through
-   ``mha_lib.book.show`` carries its smallest text in image pixels (``data-min-text-px``); an
-   SVG image's smallest text is read here from the file (``font-size`` of its ``<text>`` and
-   ``<tspan>`` elements, inherited and in percent too; sub- and superscripts, i.e.
-   ``baseline-shift``, are left out, as matplotlib's mathtext scripts are). Each such image gets
-   ``min-width``, the width at which that text is 9 px, so that a narrow column no longer
-   shrinks it below that: a notebook figure then scrolls sideways inside its output box (the
-   theme's ``.cell_output .output``), and an SVG scrolls inside its link to the full-size file
-   (``a.image-reference``, here given the class ``mha-scroll``), which the keyboard can focus.
-   In the 688 px column of a 1280 px window every figure is already shown at that width or
-   wider, so nothing changes there.
+2. **Figures that fit, and open at full size.** The book's rule (CONTRIBUTING.md,
+   tests/test_site.py) is that a figure's smallest text is at least 9 px as shown. A figure
+   shown through ``mha_lib.book.show`` carries its smallest text in image pixels
+   (``data-min-text-px``); from it and the image's width this module computes the figure's
+   *readable width*, at which that text is 9 px. On a phone's 358 px column most figures are
+   narrower than that (a 687 px figure whose smallest text is 15 px needs 413 px). Such a figure
+   is not widened past the column (it was: then it scrolled inside its output box, cut at the
+   column's edge with nothing to say so): it fits the screen, so that the reader sees all of
+   it at once, and it is wrapped in ``<div class="mha-zoomable" data-readable-width=...>`` with
+   a button, "Tap to enlarge" (translated), that ``_static/small_screens.js`` shows whenever the
+   figure is shown narrower than its readable width, and that opens the figure at its full
+   size (its own pixels, as on a desktop) in a full-screen view that pans. A figure readable at
+   the column's width is shown as it is, without a button.
+3. **A narrow drawing for a narrow screen.** An SVG image ``<name>.svg`` (or its translation
+   ``<name>.zh_CN.svg``) with a sibling ``<name>_narrow.svg`` (``<name>_narrow.zh_CN.svg``)
+   drawn for a phone's column (the layer diagram: scripts/draw_mha_diagram.py) is shown as a
+   ``<picture>`` whose ``<source media="(max-width: 44.99em)">`` is the narrow file (copied
+   into ``_images``). Any other SVG image keeps its readable ``min-width`` and scrolls inside
+   its link to the full-size file (``a.image-reference``, given the class ``mha-scroll``).
+4. **What scrolls says so.** A table, a formula or any figure still cut by the box it scrolls
+   in gets a visible hint beside that box ("Scrolls sideways", class ``mha-more``), written by
+   ``_static/small_screens.js`` after layout (only the browser knows what overflows); a display
+   formula up to a third too wide is set smaller to fit instead. The words of the button, the
+   view and the hints are the page's (``<div id="mha-small-screens" data-...>``, written here,
+   translated through ``locales/zh_CN/LC_MESSAGES/_interface.po``).
 """
 
 from __future__ import annotations
@@ -41,10 +54,22 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.locale import get_translation
 
 MIN_TEXT_PX = 9.0  # as tests/test_site.py requires of every figure, as shown
 CARDS_CLASS = "mha-cards"  # the class of a table that stacks on phones
 SCROLL_CLASS = "mha-scroll"  # an image's link that scrolls the image sideways
+ZOOM_CLASS = "mha-zoomable"  # a figure that fits the column and opens at full size on a tap
+NARROW = "_narrow"  # <name>_narrow.svg: the drawing for a narrow screen
+NARROW_MEDIA = "(max-width: 44.99em)"  # book.css's narrow screens (section 4)
+# The words the page's script shows (translated in the Chinese edition: _interface.po).
+WORDS = {
+    "enlarge": "Tap to enlarge",
+    "close": "Close",
+    "view-label": "The figure at full size",
+    "pan": "Swipe to see all of it",
+    "scrolls": "Scrolls sideways: swipe to see the rest",
+}
 
 _CARDS_TABLE = re.compile(
     r'<table\b[^>]*\sclass="[^"]*\b' + CARDS_CLASS + r'\b[^"]*"[^>]*>.*?</table>', re.S
@@ -187,10 +212,29 @@ def _attr(tag: str, name: str) -> str | None:
     return html.unescape(found.group(1)) if found else None
 
 
-def readable_figures(body: str, svg_file: Any = None) -> str:
-    """Every figure of a page's body with its readable ``min-width`` (see the module).
+def zoomable(img: str, readable: int, words: dict[str, str] | None = None) -> str:
+    """A figure ``img`` that fits the column, with its button to enlarge it (see the module)."""
+    w = {**WORDS, **(words or {})}
+    return (
+        f'<div class="{ZOOM_CLASS}" data-readable-width="{readable}">{img}'
+        f'<button type="button" class="mha-more mha-zoom" hidden>'
+        f"{html.escape(w['enlarge'])}</button></div>"
+    )
 
-    ``svg_file`` maps an image's ``src`` to its SVG file (or None)."""
+
+def narrow_name(name: str) -> str:
+    """``mha_layer_light.zh_CN.svg`` → ``mha_layer_light_narrow.zh_CN.svg``."""
+    stem, dot, rest = name.partition(".")
+    return stem + NARROW + dot + rest
+
+
+def readable_figures(
+    body: str, svg_file: Any = None, narrow: Any = None, words: dict[str, str] | None = None
+) -> str:
+    """Every figure of a page's body fitted or kept readable (see the module).
+
+    ``svg_file`` maps an image's ``src`` to its SVG file (or None); ``narrow`` maps it to the
+    ``src`` of its narrow drawing (or None)."""
 
     def png(match: re.Match[str]) -> str:
         img = match.group(0)
@@ -198,10 +242,14 @@ def readable_figures(body: str, svg_file: Any = None) -> str:
         width = png_width(src) if min_px else None
         if not width or float(min_px) <= 0:
             return img
-        return _add_min_width(img, readable_width(width, float(min_px)))
+        return zoomable(img, readable_width(width, float(min_px)), words)
 
     def svg(match: re.Match[str]) -> str:
         img = match.group(4)
+        small = narrow(_attr(img, "src") or "") if narrow else None
+        if small is not None:
+            source = f'<source media="{NARROW_MEDIA}" srcset="{html.escape(small, quote=True)}">'
+            return match.group(1) + match.group(3) + f"<picture>{source}{img}</picture>"
         path = svg_file(_attr(img, "src") or "") if svg_file else None
         measured = svg_text_px(path) if path is not None else None
         if measured is None:
@@ -214,10 +262,19 @@ def readable_figures(body: str, svg_file: Any = None) -> str:
     return _LINKED_IMG.sub(svg, body)
 
 
-def small_screen_body(body: str, svg_file: Any = None) -> str:
+def small_screen_body(
+    body: str, svg_file: Any = None, narrow: Any = None, words: dict[str, str] | None = None
+) -> str:
     """A page's html body with its card tables labelled and its figures kept readable."""
     body = _CARDS_TABLE.sub(lambda m: stack_table(m.group(0)), body)
-    return readable_figures(body, svg_file)
+    return readable_figures(body, svg_file, narrow, words)
+
+
+def words_div(words: dict[str, str]) -> str:
+    """The words of small_screens.js, as the page's data (see the module)."""
+    attrs = " ".join(f'data-{k}="{html.escape(v, quote=True)}"' for k, v in words.items())
+    return f'<div id="mha-small-screens" hidden {attrs}></div>'
+
 
 
 def _svg_files(app: Sphinx) -> dict[str, Path]:
@@ -245,7 +302,24 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
         path = svgs.get(src.rsplit("/", 1)[-1])
         return path if path is not None and path.is_file() else None
 
-    context["body"] = small_screen_body(context["body"], svg_file)
+    def narrow(src: str) -> str | None:
+        path = svg_file(src)
+        if path is None:
+            return None
+        drawn = path.with_name(narrow_name(path.name))
+        if not drawn.is_file():
+            return None
+        name = narrow_name(src.rsplit("/", 1)[-1])
+        target = Path(app.outdir) / "_images" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_bytes() != drawn.read_bytes():
+            target.write_bytes(drawn.read_bytes())
+        return src.rsplit("/", 1)[0] + "/" + name if "/" in src else name
+
+    translate = get_translation("sphinx")
+    words = {key: translate(text) for key, text in WORDS.items()}
+    body = small_screen_body(context["body"], svg_file, narrow, words)
+    context["body"] = body + words_div(words)
 
 
 def setup(app: Sphinx) -> dict[str, bool]:

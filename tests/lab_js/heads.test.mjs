@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ch6Step, countMessage, flatMask, gridMove, HeadSwitches, parseHash, parsePreset, presetMask } from "../../lab/heads.js";
+import {
+  ch6Step, countMessage, flatMask, gridMove, HeadSwitches, parseHash, parsePreset, presetMask, randomMask,
+} from "../../lab/heads.js";
 
 const state = (s) => Array.from(s.on);
 // lab-model.json's presets, cut down: chapter 5 names a head twice (two relations, one head).
@@ -105,6 +107,17 @@ test("the grid's keys (head -1 is the layer's button), stopping at the edges", (
   assert.equal(move("a", 0, 0), null);
 });
 
+test("on a phone the grid is transposed: down is the next head, right the next layer", () => {
+  const move = (key, l, h) => gridMove(key, l, h, 2, 3, true);
+  assert.deepEqual(move("ArrowDown", 0, 0), [0, 1]);
+  assert.deepEqual(move("ArrowDown", 0, 2), [0, 2]);
+  assert.deepEqual(move("ArrowUp", 0, 0), [0, -1]);
+  assert.deepEqual(move("ArrowRight", 0, 1), [1, 1]);
+  assert.deepEqual(move("ArrowRight", 1, 1), [1, 1]);
+  assert.deepEqual(move("ArrowLeft", 1, -1), [0, -1]);
+  assert.deepEqual(move("Home", 1, 2), [1, -1]);
+});
+
 test("the count's message", () => {
   assert.equal(countMessage(0, 72), "count_all_on");
   assert.equal(countMessage(1, 72), "count_off");
@@ -145,4 +158,18 @@ test("chapter 6's menu shows the step whose heads are off, whichever control swi
   s.setAll(0);
   assert.equal(step(), null); // all off: more than the order
   assert.equal(ch6Step(new HeadSwitches(2, 3).on, PRESETS, [0, 1], 2, 3), 0);
+});
+
+test("random heads: as many off as asked, the same set for the same draw, another for another", () => {
+  const a = randomMask(6, 12, 7, 0);
+  assert.equal(a.length, 72);
+  assert.equal(a.filter((v) => v === 0).length, 7);
+  assert.deepEqual(Array.from(randomMask(6, 12, 7, 0)), Array.from(a));
+  assert.notDeepEqual(Array.from(randomMask(6, 12, 7, 1)), Array.from(a));
+  assert.equal(randomMask(6, 12, 0, 3).filter((v) => v === 0).length, 0);
+  assert.equal(randomMask(6, 12, 72, 3).filter((v) => v === 0).length, 72);
+  // Over many draws every head is chosen now and then (no head is never drawn).
+  const seen = new Set();
+  for (let d = 0; d < 200; d++) randomMask(6, 12, 5, d).forEach((v, i) => v === 0 && seen.add(i));
+  assert.equal(seen.size, 72);
 });

@@ -4,8 +4,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  cellAt, colour, COLOUR_STEPS, COLOUR_TABLE, colourIndex, cosine, largeLayout, mapChange, mapStart, nested, poolMax, strongestKeys,
-  tilePixels, VIRIDIS,
+  cellAt, colour, COLOUR_STEPS, COLOUR_TABLE, colourIndex, cosine, insideShare, largeLayout, mapChange, mapStart, meanAbsChange,
+  median, nested, poolMax, ranking, strongestKeys, tilePixels, VIRIDIS, windowRange,
 } from "../../lab/maps.js";
 
 const close = (got, want, tol = 1e-9) =>
@@ -125,4 +125,27 @@ test("a map pooled to n × n pixels keeps each block's largest weight", () => {
 test("the large map's cells start on whole pixels, whatever the labels' measured width", () => {
   assert.deepEqual(largeLayout(10, 43.2, 640), largeLayout(10, 44, 640));
   assert.equal(largeLayout(100, 43.5, 640).label, 52);
+});
+
+test("a long text's window: 40 tokens around the centre, kept inside the text", () => {
+  assert.deepEqual(windowRange(13, 6, 40), { from: 0, n: 13 });
+  assert.deepEqual(windowRange(512, 0, 40), { from: 0, n: 40 });
+  assert.deepEqual(windowRange(512, 100, 40), { from: 80, n: 40 });
+  assert.deepEqual(windowRange(512, 511, 40), { from: 472, n: 40 });
+  assert.deepEqual(windowRange(41, 30, 40), { from: 1, n: 40 });
+});
+
+test("the share of a window's queries' weight on its keys", () => {
+  // T = 3, one head: rows are queries. Window tokens 1..2.
+  const maps = Float32Array.from([1, 0, 0, 0.5, 0.25, 0.25, 0, 0, 1]);
+  assert.equal(insideShare(maps, 0, 3, 1, 2), (0.5 + 1) / 2);
+  assert.equal(insideShare(maps, 0, 3, 0, 3), 1);
+});
+
+test("ranking, median and the mean move", () => {
+  assert.deepEqual(ranking([0.2, 0.9, 0.5, 0.9]), [1, 3, 2, 0]);
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 2, 3]), 2.5);
+  assert.ok(Number.isNaN(median([])));
+  assert.ok(Math.abs(meanAbsChange([0.5, 0.2], [0.4, 0.5]) - 0.2) < 1e-12);
 });
