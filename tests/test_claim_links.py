@@ -62,3 +62,39 @@ def test_a_claim_the_ledger_lacks_is_a_warning(tmp_path, missing):
     page, warnings = build(tmp_path, f"See :claim:`{missing}`.")
     assert f"no row '{missing}' in the claims ledger" in warnings
     assert f"claim {missing}" in page and f"#claim-{missing}" not in page
+
+
+def test_the_ledger_summary_counts_each_rows_leading_verdict():
+    import sys
+
+    sys.path.insert(0, str(EXT))
+    from claim_links import leading_verdicts, ledger_verdicts
+
+    ledger = """intro
+
+| # | words | verdict | measurement | where |
+|---|---|---|---|---|
+| 1 | a | supported, nuanced | x | y |
+| 2 | b | supported for the layout; contradicted for the rest | x | y |
+| 2b | c | not supported as stated: no | x | y |
+| 3 | d | nuanced for one, contradicted for another | x | y |
+| 4 | e | not testable as stated | x | y |
+
+| 15 | after the first table | contradicted | x | y |
+"""
+    assert leading_verdicts(ledger) == [
+        "supported", "supported", "not supported", "nuanced", "not testable",
+    ]
+    assert sum("contradicted" in v for v in ledger_verdicts(ledger)) == 2
+    with pytest.raises(ValueError, match="names no class"):
+        leading_verdicts(ledger.replace("not testable as stated", "unclear"))
+
+
+def test_the_real_ledger_has_a_class_for_every_verdict():
+    import sys
+
+    sys.path.insert(0, str(EXT))
+    from claim_links import leading_verdicts
+
+    ledger = (EXT.parents[0] / "claims.md").read_text(encoding="utf-8")
+    assert len(leading_verdicts(ledger)) >= 20
