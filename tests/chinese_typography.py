@@ -131,7 +131,7 @@ def citations(text: str) -> list[str]:
 # softmax; `mha_lib` and model names are code or capitalised), and names of tools and modes.
 KEPT_ENGLISH = frozenset({
     "softmax", "one-hot", "eager", "sdpa", "transformers", "logit", "logits", "argmax",
-    "token", "tokens", "nats", "torch", "bertviz", "sparsemax", "qkv",
+    "token", "tokens", "nats", "torch", "bertviz", "sparsemax", "qkv", "gzip",
 })  # fmt: skip
 _WORD = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z'-]*[A-Za-z](?![\w-])")
 # A gloss in brackets after a Chinese term, and quoted words (an English example sentence).

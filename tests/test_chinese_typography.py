@@ -223,7 +223,7 @@ REMAINING: dict[str, dict[str, int]] = {
     "english": {
         "book/claims": 1, "book/intro": 1, "notebooks/03_splitting_heads": 3,
         "notebooks/04b_a_match_in_few_features": 1, "notebooks/05_inside_bert": 3,
-        "notebooks/05d_coreference_and_meaning": 2, "notebooks/06b_pruning_a_pretrained_model": 2,
+        "notebooks/05d_coreference_and_meaning": 2,
         "notebooks/07_engineering_tradeoffs": 2, "notebooks/07c_one_dead_head": 1,
         "notebooks/08_what_attention_cannot_see": 4,
     },
