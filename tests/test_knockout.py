@@ -171,7 +171,7 @@ def test_compare_an_arm_with_its_controls_by_hand():
     assert got["random"]["p"] == pytest.approx(1 / 3)
     assert (got["low90"], got["high90"]) == pytest.approx((-28.0, -12.0))
     # the output: -25 % of the intact distance; the other heads -5 %, +5 % and -50 % (1-0)
-    out = ch5_knockout.compare_output(data, "dobj", 1)
+    out = ch5_knockout.compare_output(data, "dobj")
     assert out["own"] == -25.0 and (out["low90"], out["high90"]) == (-29.0, -21.0)
     assert out["matched"]["worst"] == pytest.approx(-5.0)
     assert (out["all"]["as_large"], out["all"]["n"]) == (1, 3)

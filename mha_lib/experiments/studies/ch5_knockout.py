@@ -15,9 +15,10 @@ sentence embedding: how far apart "the dog chased the cat" and its role swap are
 head switched off alone (``single``, both ways: the heads of the layers under the read layer
 are the ones that could have changed it), and for three heads (zeroed) :data:`DRAWS` sets of
 other heads of the same layers (``matched``) and of any layer under the read layer
-(``random``).
+(``random``), read by the probes only.
 
-Run from the repository root (about fifteen minutes on 2 idle cores)::
+Run from the repository root (about fifteen minutes on 2 idle cores, an hour on a shared
+machine)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch5_knockout.py
 
@@ -38,7 +39,14 @@ import torch
 from torch import nn
 
 from mha_lib import bert
-from mha_lib.analysis import heldout, knockout, layer_probes, silver_syntax, syntax_probe
+from mha_lib.analysis import (
+    differences,
+    heldout,
+    knockout,
+    layer_probes,
+    silver_syntax,
+    syntax_probe,
+)
 from mha_lib.analysis.bootstrap import bootstrap_ci
 from mha_lib.experiments.reproduce import (
     Check,
@@ -298,7 +306,8 @@ def compare(
     own = change(committed, chosen["result"], readout, role, layer)
     low, high, low90, high90 = (100 * v for v in chosen["drop"][readout][role][layer][1:])
     out: dict[str, object] = {"own": own, "low": low, "high": high, "low90": low90,
-                              "high90": high90}  # fmt: skip
+                              "high90": high90, "outcome": differences.from_intervals(
+                                  (low90, high90), (low, high), margin=MARGIN_POINTS)}  # fmt: skip
     for kind in ("matched", "random"):
         values = [change(committed, e["result"], readout, role, layer)
                   for e in controls(committed, relation, k, kind, ablation)]  # fmt: skip
@@ -307,14 +316,15 @@ def compare(
 
 
 def compare_output(
-    committed: dict, relation: str, k: int, ablation: str = "zero", measure: str = "swap"
+    committed: dict, relation: str, ablation: str = "zero", measure: str = "swap"
 ) -> dict:
-    """An arm's change of the output test (``measure``: ``"swap"``, ``"sub"``) in % of the
-    intact model's mean distance, with its intervals (``low``, ``high``, ``low90``,
-    ``high90``), against the same change for its controls (:func:`_versus`): the other heads
-    of its layers (``"matched"``) and, since every head can reach the output, every other head
-    (``"all"``; for sets, the ``random`` draws)."""
-    chosen = arm(committed, relation, k, ablation)
+    """The best ``relation`` head's change of the output test (``measure``: ``"swap"``,
+    ``"sub"``) in % of the intact model's mean distance, with its intervals (``low``,
+    ``high``, ``low90``, ``high90``) and outcome against :data:`MARGIN_OUTPUT`, beside the
+    same change for the other heads of its layer (``"matched"``) and, since every head can
+    reach the output, for every other head (``"all"``), switched off the same way
+    (:func:`_versus`)."""
+    chosen = arm(committed, relation, 1, ablation)
     own, low, high, low90, high90 = chosen["output_change"][measure]
     intact = committed["intact_output"][measure]
 
@@ -322,15 +332,30 @@ def compare_output(
         return 100 * (e["output"][measure] - intact) / intact
 
     out: dict[str, object] = {"own": own, "low": low, "high": high, "low90": low90,
-                              "high90": high90}  # fmt: skip
-    out["matched"] = _versus(own, [pct(e) for e in controls(committed, relation, k, "matched",
+                              "high90": high90, "outcome": differences.from_intervals(
+                                  (low90, high90), (low, high), margin=MARGIN_OUTPUT)}  # fmt: skip
+    out["matched"] = _versus(own, [pct(e) for e in controls(committed, relation, 1, "matched",
                                                              ablation)])  # fmt: skip
-    if k > 1:
-        others = controls(committed, relation, k, "random", ablation)
-    else:
-        others = [e for e in committed["single"] if e["ablation"] == ablation
-                  and e["heads"] != chosen["heads"]]  # fmt: skip
+    others = [e for e in committed["single"] if e["ablation"] == ablation
+              and e["heads"] != chosen["heads"]]  # fmt: skip
     out["all"] = _versus(own, [pct(e) for e in others])
+    return out
+
+
+def roles_at(
+    committed: dict, relation: str, k: int, readout: str, layer: int, ablation: str = "zero"
+) -> dict:
+    """Every role's :func:`compare` at one layer, and ``"specificity"``: the direct objects'
+    change minus the subjects' (points, intervals as in :func:`compare`), each with its
+    ``outcome`` against :data:`MARGIN_POINTS` (:func:`mha_lib.analysis.differences.
+    from_intervals`: equivalent, different, within the margin, or not detected)."""
+    out = {role: compare(committed, relation, k, readout, layer, ablation, role)
+           for role in knockout.ROLES}  # fmt: skip
+    row = arm(committed, relation, k, ablation)["specificity"][readout][layer]
+    own, low, high, low90, high90 = (100 * v for v in row)
+    out["specificity"] = {"own": own, "low": low, "high": high, "low90": low90,
+                          "high90": high90, "outcome": differences.from_intervals(
+                              (low90, high90), (low, high), margin=MARGIN_POINTS)}  # fmt: skip
     return out
 
 
@@ -389,11 +414,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         run(args)
 
 
-def _run(s: Setup, heads: Sequence[tuple[int, int]], ablation: str) -> dict:
-    """One run: the probes' accuracies and the output test's mean distances."""
-    return {"heads": [list(h) for h in heads], "ablation": ablation,
-            "result": summary(s, read(s, heads, ablation)),
-            "output": out_summary(output(s, heads, ablation))}  # fmt: skip
+def _run(
+    s: Setup, heads: Sequence[tuple[int, int]], ablation: str, with_output: bool = True
+) -> dict:
+    """One run: the probes' accuracies and (``with_output``) the output test's distances."""
+    out = {"heads": [list(h) for h in heads], "ablation": ablation,
+           "result": summary(s, read(s, heads, ablation))}  # fmt: skip
+    if with_output:
+        out["output"] = out_summary(output(s, heads, ablation))
+    return out
 
 
 def run(args: argparse.Namespace) -> None:
@@ -446,7 +475,7 @@ def run(args: argparse.Namespace) -> None:
                 ):  # fmt: skip
                     for d, other in enumerate(sets):
                         out.append({"relation": relation, "k": k, "draw": d,
-                                    **_run(s, other, ablation)})  # fmt: skip
+                                    **_run(s, other, ablation, with_output=False)})  # fmt: skip
                     print(f"{relation}, {k} heads, {kind} ({ablation}): "
                           f"{time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
     result.update(chosen=chosen, matched=matched, random=drawn)
