@@ -364,6 +364,109 @@ def first_layer_above(committed: dict, relation: str, k: int) -> int:
     return max(h[0] for h in arm(committed, relation, k)["heads"]) + 1
 
 
+@dataclass
+class Readings:
+    """Every arm of the committed file read against its controls: ``probes[relation, k,
+    ablation, readout, where]`` (:func:`compare`), ``roles[...]`` (:func:`roles_at`) at the
+    first layer above the arm's heads (``where="next"``, :attr:`read_at`) and at the top
+    (``"last"``), and ``outputs[relation, ablation]`` (:func:`compare_output`, single heads)."""
+
+    probes: dict[tuple, dict]
+    roles: dict[tuple, dict]
+    outputs: dict[tuple, dict]
+    read_at: dict[tuple[str, int], int]
+
+
+def readings(committed: dict) -> Readings:
+    """:class:`Readings` of every arm (single heads both ways, sets of three zeroed)."""
+    layers = committed["config"]["layers"]
+    r = Readings({}, {}, {}, {})
+    for relation in RELATIONS:
+        for k in SIZES:
+            r.read_at[relation, k] = first_layer_above(committed, relation, k)
+            for ablation in ABLATIONS if k == 1 else ("zero",):
+                if k == 1:
+                    r.outputs[relation, ablation] = compare_output(committed, relation, ablation)
+                for readout in ("frozen", "refit"):
+                    for where, layer in (("next", r.read_at[relation, k]), ("last", layers)):
+                        key = (relation, k, ablation, readout, where)
+                        r.probes[key] = compare(committed, relation, k, readout, layer, ablation)
+                        r.roles[key] = roles_at(committed, relation, k, readout, layer, ablation)
+    return r
+
+
+def head_names(committed: dict, relation: str, k: int) -> str:
+    """The heads an arm switched off, as the book names them: ``"2-0, 3-8, 2-1"``."""
+    return ", ".join(f"{h[0]}-{h[1]}" for h in arm(committed, relation, k)["heads"])
+
+
+def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
+    """The numbers chapter 5 part 3 glues, by key: ``ko_{relation}{k}[_mean]_{readout}_{where}``
+    (the change of the arm's role, points; ``_loss`` its negative), with ``_nsubj``/``_pobj``
+    (the other roles), ``_spec``/``_spec_low``/``_spec_high`` (specificity, 90 % interval) and
+    per control kind ``_{kind}_worst``/``_worst_loss``/``_as_large``/``_n``; and
+    ``ko_{relation}1[_mean]_out`` (the output test, % of the intact distance) with ``_loss``,
+    ``_sub``, ``_low``, ``_high``, ``_matched_as_large``, ``_all_as_large``; the heads' names,
+    the read layers and the counts of controls."""
+    out: dict[str, float | str] = {
+        "ko_obj_head": head_names(committed, "dobj", 1), "ko_obj_layer": r.read_at["dobj", 1],
+        "ko_subj_head": head_names(committed, "nsubj", 1),
+        "ko_subj3_heads": head_names(committed, "nsubj", 3),
+        "ko_subj3_layer": r.read_at["nsubj", 3], "ko_k": max(SIZES),
+        "ko_n_heads_out": r.outputs["dobj", "zero"]["all"]["n"],
+        "ko_n_reach": r.probes["dobj", 1, "zero", "frozen", "next"]["random"]["n"],
+        "ko_intact_swap": committed["intact_output"]["swap"],
+    }  # fmt: skip
+    for (relation, ablation), o in r.outputs.items():
+        tag = f"ko_{relation}1" + ("" if ablation == "zero" else "_mean") + "_out"
+        sub = compare_output(committed, relation, ablation, "sub")["own"]
+        out.update({tag: o["own"], f"{tag}_loss": -o["own"], f"{tag}_sub": sub,
+                    f"{tag}_low": o["low"], f"{tag}_high": o["high"],
+                    f"{tag}_matched_as_large": o["matched"]["as_large"],
+                    f"{tag}_all_as_large": o["all"]["as_large"]})  # fmt: skip
+    for (relation, k, ablation, readout, where), v in r.probes.items():
+        key = f"ko_{relation}{k}" + ("" if ablation == "zero" else "_mean") + f"_{readout}_{where}"
+        out.update({key: v["own"], f"{key}_loss": -v["own"]})
+        for kind in ("matched", "random"):
+            c = v[kind]
+            tag = f"{key}_{kind}"
+            out.update({f"{tag}_worst": c["worst"], f"{tag}_worst_loss": -c["worst"],
+                        f"{tag}_as_large": c["as_large"], f"{tag}_n": c["n"]})  # fmt: skip
+        at = r.roles[relation, k, ablation, readout, where]
+        spec = at["specificity"]
+        out.update({f"{key}_spec": spec["own"], f"{key}_spec_low": spec["low90"],
+                    f"{key}_spec_high": spec["high90"]})  # fmt: skip
+        for role in ("nsubj", "pobj"):
+            out.update({f"{key}_{role}": at[role]["own"], f"{key}_{role}_loss": -at[role]["own"]})
+    return out
+
+
+def strip_values(committed: dict, layer: int) -> dict[str, dict]:
+    """The chapter's strip plots, per panel and column: the other heads' values and the best
+    direct-object and subject heads' (``own``, in :data:`RELATIONS` order). ``"probe"``: the
+    direct objects' change (points) in ``layer`` for every head that can reach it (its layer
+    and those under it), per ``(readout, ablation)``; ``"output"``: every head's change of the
+    distance to the role swap (% of the intact model's), per ablation."""
+    mine = [arm(committed, rel, 1)["heads"] for rel in RELATIONS]
+    base = committed["intact_output"]["swap"]
+    probe, out = {}, {}
+    for ablation in ABLATIONS:
+        single = [e for e in committed["single"] if e["ablation"] == ablation]
+        reach = [e for e in single if e["heads"][0][0] < layer and e["heads"] not in mine]
+        best = [arm(committed, rel, 1, ablation) for rel in RELATIONS]
+        for readout in ("frozen", "refit"):
+            probe[readout, ablation] = {
+                kind: [change(committed, e["result"], readout, "dobj", layer) for e in runs]
+                for kind, runs in (("others", reach), ("own", best))
+            }
+        out[ablation] = {
+            kind: [100 * (e["output"]["swap"] - base) / base for e in runs]
+            for kind, runs in (("others", [e for e in single if e["heads"] not in mine]),
+                               ("own", best))
+        }  # fmt: skip
+    return {"probe": probe, "output": out}
+
+
 def live_checks(
     s: Setup,
     committed: dict,
