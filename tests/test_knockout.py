@@ -288,3 +288,63 @@ def test_role_contrast_by_hand_and_against_a_loop():
     assert (lo95, hi95) == pytest.approx(tuple(np.percentile(diffs, [2.5, 97.5])))
     with pytest.raises(ValueError):
         ko.role_contrast_ci(change, roles, groups, "dobj", "amod")
+
+
+def _synthetic_file():
+    """A committed file's layout for 3 layers of 3 heads: every head both ways, the chosen
+    arms (dobj: head 1-0, then 1-0, 0-1, 1-1; nsubj: 1-2, then 1-2, 0-0, 0-2), two draws."""
+    roles = ("nsubj", "dobj", "pobj")
+
+    def result(v):  # the same accuracy v for every role, read-out and layer
+        return {ro: {r: [v] * 4 for r in (*roles, "all")} for ro in ("frozen", "refit")}
+
+    def interval(v):
+        return [v, v - 0.04, v + 0.04, v - 0.02, v + 0.02]
+
+    single = [{"heads": [[layer, h]], "ablation": ab, "result": result(0.5 - 0.01 * h),
+               "output": {"swap": 0.02 - 0.001 * h, "sub": 0.3}}
+              for ab in ("zero", "mean") for layer in range(3) for h in range(3)]  # fmt: skip
+    chosen = []
+    for rel, heads in (("dobj", [[1, 0], [0, 1], [1, 1]]), ("nsubj", [[1, 2], [0, 0], [0, 2]])):
+        for k in (1, 3):
+            for ab in ("zero", "mean") if k == 1 else ("zero",):
+                chosen.append({
+                    "relation": rel, "k": k, "ablation": ab, "heads": heads[:k],
+                    "result": result(0.4), "output": {"swap": 0.015, "sub": 0.3},
+                    "drop": {ro: {r: [interval(-0.1)] * 4 for r in roles}
+                             for ro in ("frozen", "refit")},
+                    "specificity": {ro: [interval(-0.02)] * 4 for ro in ("frozen", "refit")},
+                    "output_change": {m: interval(-25.0 if m == "swap" else 0.0)
+                                      for m in ("swap", "sub", "specific")},
+                })  # fmt: skip
+    draws = [{"relation": rel, "k": 3, "draw": d, "ablation": "zero",
+              "heads": [[0, 2], [1, 1], [0, 1]], "result": result(0.45)}
+             for rel in ("dobj", "nsubj") for d in range(2)]  # fmt: skip
+    return {"config": {"layers": 3}, "intact": result(0.5),
+            "intact_output": {"swap": 0.02, "sub": 0.3},
+            "single": single, "chosen": chosen, "matched": draws, "random": draws}  # fmt: skip
+
+
+def test_readings_glue_and_strips_of_a_synthetic_file():
+    data = _synthetic_file()
+    r = ch5_knockout.readings(data)
+    assert r.read_at == {("dobj", 1): 2, ("dobj", 3): 2, ("nsubj", 1): 2, ("nsubj", 3): 2}
+    one = r.probes["dobj", 1, "mean", "frozen", "next"]
+    assert one["own"] == pytest.approx(-10.0)  # 0.4 against 0.5
+    # the heads that can reach layer 2: layers 0 and 1 but the arm's own head, 5 of them
+    assert one["random"]["n"] == 5 and one["random"]["as_large"] == 0
+    assert one["matched"]["n"] == 2  # heads 1-1 and 1-2
+    assert one["outcome"] == "different"  # [-12, -8] at 90 %: outside ±5, without 0
+    spec = r.roles["dobj", 1, "zero", "refit", "next"]["specificity"]
+    assert spec["own"] == pytest.approx(-2.0) and spec["outcome"] == "equivalent"
+    out = r.outputs["nsubj", "zero"]
+    assert out["own"] == -25.0 and out["all"]["n"] == 8 and out["all"]["as_large"] == 0
+    assert out["outcome"] == "different"
+    glue = ch5_knockout.glue_values(data, r)
+    assert glue["ko_dobj1_mean_frozen_next_loss"] == pytest.approx(10.0)
+    assert glue["ko_obj_head"] == "1-0" and glue["ko_subj3_heads"] == "1-2, 0-0, 0-2"
+    assert glue["ko_n_reach"] == 5 and glue["ko_nsubj1_out_sub"] == 0.0
+    strips = ch5_knockout.strip_values(data, 2)
+    column = strips["probe"]["frozen", "zero"]
+    assert len(column["others"]) == 4 and column["own"] == pytest.approx([-10.0, -10.0])
+    assert len(strips["output"]["mean"]["others"]) == 7  # every head but the two best
