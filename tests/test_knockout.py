@@ -344,6 +344,12 @@ def test_readings_glue_and_strips_of_a_synthetic_file():
     assert glue["ko_dobj1_mean_frozen_next_loss"] == pytest.approx(10.0)
     assert glue["ko_obj_head"] == "1-0" and glue["ko_subj3_heads"] == "1-2, 0-0, 0-2"
     assert glue["ko_n_reach"] == 5 and glue["ko_nsubj1_out_sub"] == 0.0
+    # the 90 % interval -12 to -8; the 95 % one (-14, -6) is 1.96 standard errors either side
+    assert (glue["ko_dobj1_frozen_next_low90"], glue["ko_dobj1_frozen_next_high90"]) == (
+        pytest.approx(-12.0), pytest.approx(-8.0))
+    assert glue["ko_dobj1_frozen_next_detectable"] == pytest.approx(4 / 1.96 * 2.8016, rel=1e-4)
+    assert glue["ko_dobj1_frozen_next_spec_detectable"] == pytest.approx(
+        glue["ko_dobj1_frozen_next_detectable"])  # its 95 % interval as wide: (-6, +2)
     strips = ch5_knockout.strip_values(data, 2)
     column = strips["probe"]["frozen", "zero"]
     assert len(column["others"]) == 4 and column["own"] == pytest.approx([-10.0, -10.0])

@@ -289,6 +289,16 @@ def _versus(own: float, values: list[float]) -> dict:
             "n": len(values), "p": (as_large + 1) / (len(values) + 1)}  # fmt: skip
 
 
+def _decided(own: float, low: float, high: float, low90: float, high90: float,
+             margin: float) -> dict:
+    """A change with its intervals (95 %: ``low``, ``high``; 90 %), its ``outcome`` against
+    ``margin`` (:func:`mha_lib.analysis.differences.from_intervals`) and the smallest change
+    the 95 % interval could have detected (``detectable``, for an outcome of "not detected")."""
+    return {"own": own, "low": low, "high": high, "low90": low90, "high90": high90,
+            "outcome": differences.from_intervals((low90, high90), (low, high), margin=margin),
+            "detectable": differences.interval_detectable((low, high))}  # fmt: skip
+
+
 def compare(
     committed: dict,
     relation: str,
@@ -300,14 +310,13 @@ def compare(
 ) -> dict:
     """An arm against its controls at one layer, in points of ``role``'s accuracy (default:
     the arm's relation): its change (``own``) with the paired intervals (``low``, ``high``:
-    95 %; ``low90``, ``high90``), and per kind of control :func:`_versus`."""
+    95 %; ``low90``, ``high90``), its outcome (:func:`_decided`), and per kind of control
+    :func:`_versus`."""
     role = relation if role is None else role
     chosen = arm(committed, relation, k, ablation)
     own = change(committed, chosen["result"], readout, role, layer)
     low, high, low90, high90 = (100 * v for v in chosen["drop"][readout][role][layer][1:])
-    out: dict[str, object] = {"own": own, "low": low, "high": high, "low90": low90,
-                              "high90": high90, "outcome": differences.from_intervals(
-                                  (low90, high90), (low, high), margin=MARGIN_POINTS)}  # fmt: skip
+    out: dict[str, object] = _decided(own, low, high, low90, high90, MARGIN_POINTS)
     for kind in ("matched", "random"):
         values = [change(committed, e["result"], readout, role, layer)
                   for e in controls(committed, relation, k, kind, ablation)]  # fmt: skip
@@ -331,9 +340,7 @@ def compare_output(
     def pct(e: dict) -> float:
         return 100 * (e["output"][measure] - intact) / intact
 
-    out: dict[str, object] = {"own": own, "low": low, "high": high, "low90": low90,
-                              "high90": high90, "outcome": differences.from_intervals(
-                                  (low90, high90), (low, high), margin=MARGIN_OUTPUT)}  # fmt: skip
+    out: dict[str, object] = _decided(own, low, high, low90, high90, MARGIN_OUTPUT)
     out["matched"] = _versus(own, [pct(e) for e in controls(committed, relation, 1, "matched",
                                                              ablation)])  # fmt: skip
     others = [e for e in committed["single"] if e["ablation"] == ablation
@@ -352,10 +359,7 @@ def roles_at(
     out = {role: compare(committed, relation, k, readout, layer, ablation, role)
            for role in knockout.ROLES}  # fmt: skip
     row = arm(committed, relation, k, ablation)["specificity"][readout][layer]
-    own, low, high, low90, high90 = (100 * v for v in row)
-    out["specificity"] = {"own": own, "low": low, "high": high, "low90": low90,
-                          "high90": high90, "outcome": differences.from_intervals(
-                              (low90, high90), (low, high), margin=MARGIN_POINTS)}  # fmt: skip
+    out["specificity"] = _decided(*(100 * v for v in row), MARGIN_POINTS)
     return out
 
 
@@ -402,9 +406,11 @@ def head_names(committed: dict, relation: str, k: int) -> str:
 
 def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
     """The numbers chapter 5 part 3 glues, by key: ``ko_{relation}{k}[_mean]_{readout}_{where}``
-    (the change of the arm's role, points; ``_loss`` its negative), with ``_nsubj``/``_pobj``
-    (the other roles), ``_spec``/``_spec_low``/``_spec_high`` (specificity, 90 % interval) and
-    per control kind ``_{kind}_worst``/``_worst_loss``/``_as_large``/``_n``; and
+    (the change of the arm's role, points; ``_loss`` its negative; ``_low90``/``_high90`` its
+    90 % interval, the equivalence test's; ``_detectable`` the smallest change its 95 % interval
+    detects), with ``_nsubj``/``_pobj`` (the other roles), ``_spec``/``_spec_low``/
+    ``_spec_high``/``_spec_detectable`` (specificity, 90 % interval) and per control kind
+    ``_{kind}_worst``/``_worst_loss``/``_as_large``/``_n``; and
     ``ko_{relation}1[_mean]_out`` (the output test, % of the intact distance) with ``_loss``,
     ``_sub``, ``_low``, ``_high``, ``_matched_as_large``, ``_all_as_large``; the heads' names,
     the read layers and the counts of controls."""
@@ -426,7 +432,8 @@ def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
                     f"{tag}_all_as_large": o["all"]["as_large"]})  # fmt: skip
     for (relation, k, ablation, readout, where), v in r.probes.items():
         key = f"ko_{relation}{k}" + ("" if ablation == "zero" else "_mean") + f"_{readout}_{where}"
-        out.update({key: v["own"], f"{key}_loss": -v["own"]})
+        out.update({key: v["own"], f"{key}_loss": -v["own"], f"{key}_low90": v["low90"],
+                    f"{key}_high90": v["high90"], f"{key}_detectable": v["detectable"]})
         for kind in ("matched", "random"):
             c = v[kind]
             tag = f"{key}_{kind}"
@@ -435,7 +442,8 @@ def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
         at = r.roles[relation, k, ablation, readout, where]
         spec = at["specificity"]
         out.update({f"{key}_spec": spec["own"], f"{key}_spec_low": spec["low90"],
-                    f"{key}_spec_high": spec["high90"]})  # fmt: skip
+                    f"{key}_spec_high": spec["high90"],
+                    f"{key}_spec_detectable": spec["detectable"]})  # fmt: skip
         for role in ("nsubj", "pobj"):
             out.update({f"{key}_{role}": at[role]["own"], f"{key}_{role}_loss": -at[role]["own"]})
     return out
