@@ -320,7 +320,8 @@ def _synthetic_file():
     draws = [{"relation": rel, "k": 3, "draw": d, "ablation": "zero",
               "heads": [[0, 2], [1, 1], [0, 1]], "result": result(0.45)}
              for rel in ("dobj", "nsubj") for d in range(2)]  # fmt: skip
-    return {"config": {"layers": 3}, "intact": result(0.5),
+    config = {"layers": 3, "margin_points": 5.0, "margin_output": 10.0, "items": 4, "draws": 2}
+    return {"config": config, "intact": result(0.5),
             "intact_output": {"swap": 0.02, "sub": 0.3},
             "single": single, "chosen": chosen, "matched": draws, "random": draws}  # fmt: skip
 
@@ -344,13 +345,23 @@ def test_readings_glue_and_strips_of_a_synthetic_file():
     assert glue["ko_dobj1_mean_frozen_next_loss"] == pytest.approx(10.0)
     assert glue["ko_obj_head"] == "1-0" and glue["ko_subj3_heads"] == "1-2, 0-0, 0-2"
     assert glue["ko_n_reach"] == 5 and glue["ko_nsubj1_out_sub"] == 0.0
+    assert (glue["ko_margin_points"], glue["ko_n_items"], glue["ko_draws"]) == (5.0, 4, 2)
     # the 90 % interval -12 to -8; the 95 % one (-14, -6) is 1.96 standard errors either side
     assert (glue["ko_dobj1_frozen_next_low90"], glue["ko_dobj1_frozen_next_high90"]) == (
         pytest.approx(-12.0), pytest.approx(-8.0))
     assert glue["ko_dobj1_frozen_next_detectable"] == pytest.approx(4 / 1.96 * 2.8016, rel=1e-4)
     assert glue["ko_dobj1_frozen_next_spec_detectable"] == pytest.approx(
         glue["ko_dobj1_frozen_next_detectable"])  # its 95 % interval as wide: (-6, +2)
+    tables = ch5_knockout.table_rows(data, r)
+    assert len(tables["roles"]) == 8 and len(tables["output"]) == 4  # 2 heads, 2 ways
+    assert tables["roles"][2] == ["1-0", "mean-ablated", "frozen", "-10.0 [-14.0, -6.0]",
+                                  "-10.0 [-14.0, -6.0]", "-10.0 [-14.0, -6.0]",
+                                  "-2.0 [-4.0, +0.0]", "0 / 5"]  # fmt: skip
+    assert tables["output"][3] == ["1-2", "mean-ablated", "-25.0 [-25.0, -25.0]",
+                                   "+0.0 [-0.0, +0.0]", "0 / 2", "0 / 8"]  # fmt: skip
     strips = ch5_knockout.strip_values(data, 2)
+    assert list(strips["probe"]) == [("frozen", "zero"), ("frozen", "mean"),
+                                     ("refit", "zero"), ("refit", "mean")]  # fmt: skip
     column = strips["probe"]["frozen", "zero"]
     assert len(column["others"]) == 4 and column["own"] == pytest.approx([-10.0, -10.0])
     assert len(strips["output"]["mean"]["others"]) == 7  # every head but the two best

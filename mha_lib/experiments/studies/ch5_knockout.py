@@ -413,7 +413,7 @@ def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
     ``_{kind}_worst``/``_worst_loss``/``_as_large``/``_n``; and
     ``ko_{relation}1[_mean]_out`` (the output test, % of the intact distance) with ``_loss``,
     ``_sub``, ``_low``, ``_high``, ``_matched_as_large``, ``_all_as_large``; the heads' names,
-    the read layers and the counts of controls."""
+    the read layers, the counts of controls, pairs and draws, and the margins."""
     out: dict[str, float | str] = {
         "ko_obj_head": head_names(committed, "dobj", 1), "ko_obj_layer": r.read_at["dobj", 1],
         "ko_subj_head": head_names(committed, "nsubj", 1),
@@ -422,6 +422,9 @@ def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
         "ko_n_heads_out": r.outputs["dobj", "zero"]["all"]["n"],
         "ko_n_reach": r.probes["dobj", 1, "zero", "frozen", "next"]["random"]["n"],
         "ko_intact_swap": committed["intact_output"]["swap"],
+        "ko_margin_points": committed["config"]["margin_points"],
+        "ko_margin_output": committed["config"]["margin_output"],
+        "ko_n_items": committed["config"]["items"], "ko_draws": committed["config"]["draws"],
     }  # fmt: skip
     for (relation, ablation), o in r.outputs.items():
         tag = f"ko_{relation}1" + ("" if ablation == "zero" else "_mean") + "_out"
@@ -453,8 +456,9 @@ def strip_values(committed: dict, layer: int) -> dict[str, dict]:
     """The chapter's strip plots, per panel and column: the other heads' values and the best
     direct-object and subject heads' (``own``, in :data:`RELATIONS` order). ``"probe"``: the
     direct objects' change (points) in ``layer`` for every head that can reach it (its layer
-    and those under it), per ``(readout, ablation)``; ``"output"``: every head's change of the
-    distance to the role swap (% of the intact model's), per ablation."""
+    and those under it), per ``(readout, ablation)`` (the frozen probe's first, zeroed before
+    mean-ablated); ``"output"``: every head's change of the distance to the role swap (% of the
+    intact model's), per ablation."""
     mine = [arm(committed, rel, 1)["heads"] for rel in RELATIONS]
     base = committed["intact_output"]["swap"]
     probe, out = {}, {}
@@ -472,7 +476,40 @@ def strip_values(committed: dict, layer: int) -> dict[str, dict]:
             for kind, runs in (("others", [e for e in single if e["heads"] not in mine]),
                                ("own", best))
         }  # fmt: skip
+    probe = {(ro, ab): probe[ro, ab] for ro in ("frozen", "refit") for ab in ABLATIONS}
     return {"probe": probe, "output": out}
+
+
+WORDS = {"zero": "zeroed", "mean": "mean-ablated", "frozen": "frozen", "refit": "refitted"}
+
+
+def _with_ci(v: dict, ends: tuple[str, str] = ("low", "high")) -> str:
+    """A change and its interval for a table (points, or %): ``"-14.5 [-20.2, -9.2]"``."""
+    return f"{v['own']:+.1f} [{v[ends[0]]:+.1f}, {v[ends[1]]:+.1f}]"
+
+
+def table_rows(committed: dict, r: Readings) -> dict[str, list[list[str]]]:
+    """The chapter's two tables of the single heads, a row per head and ablation (and
+    read-out), in :data:`RELATIONS` order: ``"roles"``, in the first layer above the head, each
+    role's change [95 %], the specificity [90 %] and how many of the other heads that can
+    reach that layer take as much from the head's role; ``"output"``, the changes of the
+    distances to the role swap and to another object [95 %] and how many heads of its layer,
+    and of the model, shrink the first as much."""
+    roles, output = [], []
+    for rel in RELATIONS:
+        name = head_names(committed, rel, 1)
+        for ab in ABLATIONS:
+            for ro in ("frozen", "refit"):
+                at, v = r.roles[rel, 1, ab, ro, "next"], r.probes[rel, 1, ab, ro, "next"]
+                roles.append([name, WORDS[ab], WORDS[ro],
+                              *(_with_ci(at[x]) for x in ("dobj", "nsubj", "pobj")),
+                              _with_ci(at["specificity"], ("low90", "high90")),
+                              f"{v['random']['as_large']} / {v['random']['n']}"])  # fmt: skip
+            swap, sub = r.outputs[rel, ab], compare_output(committed, rel, ab, "sub")
+            output.append([name, WORDS[ab], _with_ci(swap), _with_ci(sub),
+                           *(f"{swap[k]['as_large']} / {swap[k]['n']}"
+                             for k in ("matched", "all"))])  # fmt: skip
+    return {"roles": roles, "output": output}
 
 
 def live_checks(
