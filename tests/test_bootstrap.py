@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mha_lib.analysis import heldout, sense_eval
-from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis.bootstrap import bootstrap_ci, bootstrap_p
 
 
 def test_every_interval_of_the_library_is_this_one():
@@ -74,3 +74,17 @@ def test_paired_stderr_by_hand():
     assert paired_stderr(a, a) == 0.0  # the same answers: no noise in the difference
     with pytest.raises(ValueError, match="same shape"):
         paired_stderr(a, b[:3])
+
+
+def test_the_bootstrap_p_value_reads_the_intervals_resamples():
+    assert bootstrap_p(torch.zeros(10)) == 1.0  # every resampled mean is 0: both sides
+    assert bootstrap_p(torch.ones(10), n_boot=999) == pytest.approx(2 / 1000)  # never below
+    values = torch.rand(60, generator=torch.Generator().manual_seed(2))
+    for shift, groups in ((0.0, None), (-0.45, None), (-0.5, [i // 3 for i in range(60)])):
+        v = values + shift
+        p = bootstrap_p(v, groups, seed=5)
+        low, high = bootstrap_ci(v, groups, seed=5)
+        assert (p < 0.05) == (low > 0 or high < 0), (shift, p, low, high)
+    # the two sides are symmetric: a sample and its negative get one p
+    centred = values - 0.45
+    assert bootstrap_p(centred, seed=5) == bootstrap_p(-centred, seed=5)

@@ -368,10 +368,14 @@ def test_ch5_knockout_intact_model_and_object_head_reproduce():
     study = study_module("ch5_knockout")
     data = load_results(RESULTS / "ch5_knockout.json")
     s = study.setup()
-    checks = verify(study.live_checks(s, data, study.read(s, study.chosen_heads(s, "dobj", 1))))
-    # The overall accuracies are large enough that a 1 % change of them is caught.
-    caught = [c for c in checks if ", all:" in c.what]
-    assert len(caught) == 4
+    head = study.chosen_heads(s, "dobj", 1)
+    probes = {a: study.read(s, head, a) for a in study.ABLATIONS}
+    outputs = {a: study.output(s, head, a) for a in study.ABLATIONS}
+    checks = verify(study.live_checks(s, data, probes, outputs))
+    # The overall accuracies (intact, zeroed, mean-ablated; two read-outs) and the output
+    # distances are large enough that a 1 % change of them is caught.
+    caught = [c for c in checks if ", all:" in c.what or "distance" in c.what]
+    assert len(caught) == 2 * 3 + 2 * 3
     for check in caught:
         assert not perturbed(check).holds, check.what
 
@@ -381,18 +385,24 @@ def test_ch5_knockout_file_covers_every_head_and_draw():
     data = load_results(RESULTS / "ch5_knockout.json")
     layers, heads = data["config"]["layers"], data["config"]["heads"]
     every = [[layer, h] for layer in range(layers) for h in range(heads)]
-    assert [e["heads"][0] for e in data["single"]] == every
-    assert sorted((c["relation"], c["k"]) for c in data["chosen"]) == sorted(
-        (r, k) for r in study.RELATIONS for k in study.SIZES
-    )
+    for ablation in study.ABLATIONS:
+        runs = [e for e in data["single"] if e["ablation"] == ablation]
+        assert [e["heads"][0] for e in runs] == every
+        assert all(set(e["output"]) == {"swap", "sub"} for e in runs)
+    assert sorted((c["relation"], c["k"], c["ablation"]) for c in data["chosen"]) == sorted(
+        (r, k, a) for r in study.RELATIONS for k in study.SIZES
+        for a in (study.ABLATIONS if k == 1 else ("zero",))
+    )  # fmt: skip
     for c in data["chosen"]:
         if c["k"] == 1:
             continue
+        below = max(h[0] for h in c["heads"]) + 1  # the layers that can reach the read layer
         for kind in ("matched", "random"):
             sets = [e for e in data[kind] if e["relation"] == c["relation"]]
             assert [e["draw"] for e in sets] == list(range(study.DRAWS))
             for e in sets:
                 assert not {tuple(h) for h in e["heads"]} & {tuple(h) for h in c["heads"]}
+                assert all(h[0] < below for h in e["heads"])
                 if kind == "matched":  # the same layers, in the same order
                     assert [h[0] for h in e["heads"]] == [h[0] for h in c["heads"]]
 

@@ -147,6 +147,17 @@ def test_from_intervals():
     assert from_intervals((0.1, 2.0), (-0.1, 2.2), margin=1.0) == NOT_DETECTED
 
 
+def test_interval_detectable_agrees_with_a_t_interval_of_many_items():
+    from mha_lib.analysis.differences import interval_detectable
+
+    assert interval_detectable((-1.96, 1.96)) == pytest.approx(1.96 + 0.8416, abs=1e-3)
+    assert interval_detectable((3.0, 3.0)) == 0.0  # a point: every difference shows
+    r = compare(RNG.normal(size=4000), margin=1.0)  # df so large that t is normal
+    assert interval_detectable((r.low95, r.high95)) == pytest.approx(r.detectable, rel=1e-3)
+    with pytest.raises(ValueError, match="low end"):
+        interval_detectable((1.0, 0.0))
+
+
 def test_holm_on_a_textbook_case():
     p = [0.01, 0.04, 0.03, 0.005]
     # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 -> monotone 0.06

@@ -58,6 +58,10 @@ def test_best_rule_and_paired_gain_by_hand():
     chosen = ho.best_head(hits, [0, 1], [2, 3])
     gain, (lo, hi) = ho.paired_gain(hits, rules["second"], chosen, [2, 3])
     assert gain == 0.0 and lo == hi == 0.0  # the head and the rule agree on every item
+    assert ho.paired_gain_p(hits, rules["second"], chosen, [2, 3]) == 1.0
+    # against the first rule the head wins on both items of the report half
+    assert ho.paired_gain(hits, rules["first"], chosen, [2, 3])[0] == 1.0
+    assert ho.paired_gain_p(hits, rules["first"], chosen, [2, 3]) == pytest.approx(2 / 2001)
 
 
 @pytest.mark.parametrize(

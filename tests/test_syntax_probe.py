@@ -170,5 +170,6 @@ def test_heldout_scores_choose_on_one_half_and_report_on_the_other():
     assert score.offset_score == pytest.approx(expected)
     assert score.gain == pytest.approx(1.0 - expected)
     assert score.gain_ci[0] <= score.gain <= score.gain_ci[1]
+    assert 0 < score.gain_p <= 1 and (score.gain_p < 0.05) == (score.gain_ci[0] > 0)
     with pytest.raises(ValueError, match="no arc"):
         sp.heldout_scores(hits, relations, owners, offsets, "nmod", select, report)

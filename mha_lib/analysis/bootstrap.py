@@ -33,6 +33,37 @@ def bootstrap_ci(
     from NumPy's generator seeded with ``seed``; the interval's ends are the
     ``(1 − level)/2`` and ``(1 + level)/2`` percentiles of their means (linear interpolation).
     """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    means = _resampled_means(values, groups, n_boot, seed)
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_p(
+    values: torch.Tensor,
+    groups: Sequence[int] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> float:
+    """Two-sided bootstrap p-value of "the mean of ``values`` is 0", from the very resamples
+    :func:`bootstrap_ci` draws with the same ``seed``: twice the smaller share of resampled
+    means on either side of 0 (each counted with the observed one, ``(k + 1) / (n_boot + 1)``,
+    so it is never 0), at most 1. Below 0.05 exactly when the 95 % interval excludes 0, up to
+    the interpolation of its ends; for many such tests, correct with
+    :func:`mha_lib.analysis.differences.holm`."""
+    means = _resampled_means(values, groups, n_boot, seed)
+    below, above = int((means <= 0).sum()), int((means >= 0).sum())
+    return min(1.0, 2 * (min(below, above) + 1) / (n_boot + 1))
+
+
+def _resampled_means(
+    values: torch.Tensor, groups: Sequence[int] | None, n_boot: int, seed: int
+) -> np.ndarray:
+    """``(n_boot,)``: the mean of ``values`` over items (or whole groups) drawn with
+    replacement, from NumPy's generator seeded with ``seed``."""
     check_tensor(values, "values")
     if values.dim() != 1 or values.shape[0] == 0:
         raise ValueError(f"values must have shape (N,) with N > 0, got {tuple(values.shape)}")
@@ -41,8 +72,6 @@ def bootstrap_ci(
             f"groups must give one group per item ({values.shape[0]}), got {len(groups)}"
         )
     check_positive_int("n_boot", n_boot)
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
     v = values.detach().double().cpu()
     rng = np.random.default_rng(seed)
     if groups is None:
@@ -54,10 +83,7 @@ def bootstrap_ci(
         sums = np.bincount(g, weights=v.numpy(), minlength=len(ids))
         sizes = np.bincount(g, minlength=len(ids)).astype(float)
     draws = rng.integers(0, len(sums), size=(n_boot, len(sums)))  # (n_boot, G)
-    means = sums[draws].sum(1) / sizes[draws].sum(1)  # (n_boot,): mean over the items drawn
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(means, [tail, 100 - tail])
-    return float(lo), float(hi)
+    return sums[draws].sum(1) / sizes[draws].sum(1)  # (n_boot,): mean over the items drawn
 
 
 def paired_stderr(a: torch.Tensor, b: torch.Tensor) -> float:

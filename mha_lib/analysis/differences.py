@@ -363,3 +363,17 @@ def benjamini_hochberg(pvalues: Values) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (scipy's): below α, the expected share of false
     positives among the tests that survive stays below α."""
     return np.asarray(stats.false_discovery_control(_pvalues(pvalues), method="bh"))
+
+
+def interval_detectable(ci95: tuple[float, float], *, power: float = POWER) -> float:
+    """The smallest detectable difference of a design known only by its 95 % interval (a
+    bootstrap one, say): read as a normal interval, its half-width is z(0.975) standard errors,
+    and a true difference of (z(0.975) + z(power)) standard errors is detected with probability
+    ``power`` at α = 0.05, as :attr:`Difference.detectable` for a t interval."""
+    low, high = ci95
+    if not low <= high:
+        raise ValueError(f"the interval's low end exceeds its high end: {ci95}")
+    if not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    z = stats.norm.ppf(0.975)
+    return float((z + stats.norm.ppf(power)) * (high - low) / (2 * z))

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from mha_lib._checks import check_positive_int, check_tensor
-from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis.bootstrap import bootstrap_ci, bootstrap_p
 
 
 def split_halves(n_groups: int, seed: int = 0) -> tuple[list[int], list[int]]:
@@ -143,6 +143,33 @@ def paired_gain(
     differences item by item (or group by group) keeps the pairing, so the interval is
     narrower than the two separate intervals suggest when head and rule agree often.
     """
+    diff, sub_groups = _paired(hits, rule, chosen, report, groups)
+    return float(diff.mean()), bootstrap_ci(diff, sub_groups, seed=seed)
+
+
+def paired_gain_p(
+    hits: torch.Tensor,
+    rule: torch.Tensor,
+    chosen: HeldOut,
+    report: Sequence[int],
+    groups: Sequence[int] | None = None,
+    *,
+    seed: int = 0,
+) -> float:
+    """The two-sided bootstrap p-value of :func:`paired_gain` (the same resamples): the test
+    that many relations at once correct with Holm's method."""
+    diff, sub_groups = _paired(hits, rule, chosen, report, groups)
+    return bootstrap_p(diff, sub_groups, seed=seed)
+
+
+def _paired(
+    hits: torch.Tensor,
+    rule: torch.Tensor,
+    chosen: HeldOut,
+    report: Sequence[int],
+    groups: Sequence[int] | None,
+) -> tuple[torch.Tensor, list[int] | None]:
+    """``(N_b,)`` head-minus-rule differences on the report half, and their groups."""
     h = _check_hits(hits, groups)
     r = _check_hits(rule, groups)
     if h.dim() != 3 or r.shape != h.shape[:1]:
@@ -152,7 +179,7 @@ def paired_gain(
     rows = _rows(groups, h.shape[0], report)
     diff = h[rows, chosen.layer, chosen.head] - r[rows]  # (N_b,)
     sub_groups = None if groups is None else [groups[int(i)] for i in rows]
-    return float(diff.mean()), bootstrap_ci(diff, sub_groups, seed=seed)
+    return diff, sub_groups
 
 
 def percent(value: float, ci: tuple[float, float], *, signed: bool = False) -> str:

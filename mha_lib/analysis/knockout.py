@@ -10,21 +10,43 @@ Two read-outs, as in chapter 6: a probe fitted on the intact model and kept *fro
 role still written where the model wrote it?) and a probe *refitted* on the damaged model
 (is it still there to be read at all?). And one baseline: switching off any head moves the
 states above it, so a head's effect counts only against switching off as many other heads of
-the same layers (:func:`matched_draws`), or of any layers (:func:`random_draws`).
+the same layers (:func:`matched_draws`), or of any layers that can reach the read layer
+(:func:`random_draws`).
+
+Two ways to switch a head off (:func:`ablated`): *zeroing* its output, which also shifts the
+average state of every layer above, and *mean ablation*, which puts its average output over a
+corpus (:func:`head_means`) in place of what it computed for this sentence: the states keep
+their average, and only what the head said about this sentence is lost. A frozen probe that
+fails after zeroing but not after mean ablation was reading a shift, not lost information.
+
+And one test at the model's output: all-MiniLM-L6-v2 has no masked-word head, only a sentence
+embedding, so the question is whether the embedding still tells "the dog chased the cat" from
+"the cat chased the dog" (:func:`swap_distances`), beside a change of who, not of roles.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+import numpy as np
 import torch
+from torch import nn
 
-from mha_lib._checks import check_positive_int, check_tensor
+from mha_lib._checks import check_floating, check_positive_int, check_tensor
 from mha_lib.analysis.layer_probes import hits_by_layer
+from mha_lib.analysis.syntax_probe import AGENTS
+from mha_lib.bert.lab import mean_pool
+from mha_lib.bert.loading import encoder_layers
+from mha_lib.bert.surgery import head_mask
 
 ROLES = ("nsubj", "dobj", "pobj")  # subject, direct object, object of a preposition
 Head = tuple[int, int]  # (layer, head)
+# Verbs whose object can be any of AGENTS, and which are not symmetric ("met" is): swapping
+# subject and object changes who did what to whom.
+ROLE_VERBS = ("chased", "found", "helped", "called", "followed", "watched", "kicked", "pushed",
+              "thanked", "blamed", "praised", "warned")  # fmt: skip
 
 
 def role_words(
@@ -103,12 +125,23 @@ def matched_draws(heads: Sequence[Head], num_heads: int, n: int, seed: int = 0) 
 
 
 def random_draws(
-    k: int, num_layers: int, num_heads: int, n: int, exclude: Sequence[Head] = (), seed: int = 0
+    k: int,
+    num_layers: int,
+    num_heads: int,
+    n: int,
+    exclude: Sequence[Head] = (),
+    seed: int = 0,
+    *,
+    below: int | None = None,
 ) -> list[list[Head]]:
-    """``n`` sets of ``k`` distinct heads drawn from all layers, none of ``exclude``."""
+    """``n`` sets of ``k`` distinct heads drawn from all layers (or from the layers under
+    ``below``: the heads that can reach layer ``below``'s states), none of ``exclude``."""
     for name, value in (("k", k), ("num_layers", num_layers), ("num_heads", num_heads), ("n", n)):
         check_positive_int(name, value)
-    pool = [(layer, h) for layer in range(num_layers) for h in range(num_heads)
+    top = num_layers if below is None else below
+    if not 0 < top <= num_layers:
+        raise ValueError(f"below must be in 1 … {num_layers}, got {below!r}")
+    pool = [(layer, h) for layer in range(top) for h in range(num_heads)
             if (layer, h) not in set(exclude)]  # fmt: skip
     if k > len(pool):
         raise ValueError(f"cannot draw {k} heads from {len(pool)}")
@@ -151,3 +184,210 @@ def accuracy_by_role(hits: torch.Tensor, test_y: Sequence[str]) -> dict[str, lis
         cols = torch.tensor([r == role for r in test_y])
         out[role] = hits[:, cols].double().mean(1).tolist()
     return out
+
+
+def reaching(heads: Sequence[Head], layer: int, num_heads: int) -> list[Head]:
+    """Every head that can change layer ``layer``'s states (those of the layers under it: the
+    embeddings are layer 0, block ``b``'s output layer ``b + 1``), but ``heads``."""
+    if layer < 0:
+        raise ValueError(f"layer must be non-negative, got {layer!r}")
+    skip = {tuple(h) for h in heads}
+    return [(b, h) for b in range(layer) for h in range(num_heads) if (b, h) not in skip]
+
+
+def _contexts(model: nn.Module) -> list[nn.Module]:
+    """Each layer's self-attention, checked to hold all its heads (none pruned)."""
+    mods = [layer.attention.self for layer in encoder_layers(model)]
+    for m in mods:
+        if m.query.out_features != m.num_attention_heads * m.attention_head_size:
+            raise ValueError("mean ablation needs every head of the model (none pruned)")
+    return mods
+
+
+def head_means(
+    model: nn.Module, tokenizer: object, word_lists: Sequence[Sequence[str]], batch_size: int = 32
+) -> torch.Tensor:
+    """``(L, H, D_head)``: each head's output (its slice of the context, before the output
+    projection), averaged over every real token of ``word_lists`` (``[CLS]`` and ``[SEP]``
+    too, padding not): the value mean ablation puts in its place."""
+    check_positive_int("batch_size", batch_size)
+    if not word_lists:
+        raise ValueError("word_lists must be non-empty")
+    mods = _contexts(model)
+    device = next(model.parameters()).device
+    seen: list[torch.Tensor] = []
+    handles = [m.register_forward_hook(lambda mod, args, out: seen.append(out[0])) for m in mods]
+    sums, count = None, 0
+    try:
+        for start in range(0, len(word_lists), batch_size):
+            chunk = [list(w) for w in word_lists[start : start + batch_size]]
+            enc = tokenizer(chunk, is_split_into_words=True, padding=True, return_tensors="pt")
+            seen.clear()
+            with torch.inference_mode():
+                model(input_ids=enc["input_ids"].to(device),
+                      attention_mask=enc["attention_mask"].to(device))  # fmt: skip
+            real = enc["attention_mask"].to(device=device, dtype=torch.float64)  # (B, T)
+            batch = torch.stack([(c.double() * real[..., None]).sum((0, 1)) for c in seen])
+            sums = batch if sums is None else sums + batch  # (L, H·Dh)
+            count += int(real.sum())
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert sums is not None
+    heads, width = mods[0].num_attention_heads, mods[0].attention_head_size
+    return (sums / count).float().cpu().reshape(len(mods), heads, width)
+
+
+@contextlib.contextmanager
+def heads_replaced(
+    model: nn.Module, heads: Sequence[Head], values: torch.Tensor
+) -> Iterator[None]:
+    """Inside the block, each of ``heads`` outputs ``values[layer, head]`` ``(D_head,)`` at
+    every token instead of what it computed (``values`` ``(L, H, D_head)``, e.g.
+    :func:`head_means`); every other head is untouched."""
+    mods = _contexts(model)
+    check_floating(values, "values")
+    shape = (len(mods), mods[0].num_attention_heads, mods[0].attention_head_size)
+    if tuple(values.shape) != shape:
+        raise ValueError(f"values must be (L, H, D_head) = {shape}, got {tuple(values.shape)}")
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        if not (0 <= layer < shape[0] and 0 <= head < shape[1]):
+            raise ValueError(f"head {layer}-{head} is not in the model")
+        by_layer.setdefault(layer, []).append(head)
+
+    def make_hook(layer: int, chosen: list[int]):  # noqa: ANN202 - a torch hook
+        def hook(module: nn.Module, args: tuple, output: tuple) -> tuple:
+            shaped = output[0].unflatten(-1, (shape[1], shape[2])).clone()  # (B, T, H, Dh)
+            for h in chosen:
+                shaped[..., h, :] = values[layer, h].to(shaped.device, shaped.dtype)
+            return (shaped.flatten(-2), *output[1:])  # (B, T, H·Dh)
+
+        return hook
+
+    handles = [mods[layer].register_forward_hook(make_hook(layer, chosen))
+               for layer, chosen in by_layer.items()]  # fmt: skip
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def ablated(
+    model: nn.Module, heads: Sequence[Head], means: torch.Tensor | None = None
+) -> Iterator[None]:
+    """``heads`` switched off inside the block: zeroed (``means`` None, the head mask of
+    :func:`mha_lib.bert.head_mask`) or mean-ablated (each outputs its ``means`` entry)."""
+    if means is None:
+        cfg = model.config
+        with head_mask(model, mask_without(heads, cfg.num_hidden_layers, cfg.num_attention_heads)):
+            yield
+    else:
+        with heads_replaced(model, heads, means):
+            yield
+
+
+def role_swaps(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """``n`` distinct ``(subject, verb, object, other)``: two different nouns of
+    :data:`~mha_lib.analysis.syntax_probe.AGENTS` around a verb of :data:`ROLE_VERBS`, and a
+    third noun to put in the object's place (a change of who, not of roles)."""
+    check_positive_int("n", n)
+    rng = random.Random(seed)
+    out: list[tuple[str, str, str, str]] = []
+    possible = len(AGENTS) * (len(AGENTS) - 1) * (len(AGENTS) - 2) * len(ROLE_VERBS)
+    if n > possible:
+        raise ValueError(f"only {possible} distinct items exist, asked for {n}")
+    seen = set()
+    while len(out) < n:
+        a, b, c = rng.sample(AGENTS, 3)
+        item = (a, rng.choice(ROLE_VERBS), b, c)
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def swap_texts(items: Sequence[tuple[str, str, str, str]]) -> dict[str, list[str]]:
+    """The sentences of :func:`role_swaps`' items: ``"the dog chased the cat."`` (``"base"``),
+    its role swap ``"the cat chased the dog."`` (``"swap"``) and the same with another object,
+    ``"the dog chased the bird."`` (``"sub"``)."""
+    return {
+        "base": [f"the {a} {v} the {b}." for a, v, b, _ in items],
+        "swap": [f"the {b} {v} the {a}." for a, v, b, _ in items],
+        "sub": [f"the {a} {v} the {c}." for a, v, _, c in items],
+    }
+
+
+def sentence_embeddings(
+    model: nn.Module, tokenizer: object, texts: Sequence[str], batch_size: int = 64
+) -> torch.Tensor:
+    """``(N, D)`` float64: all-MiniLM-L6-v2's sentence embedding of each text, the mean of the
+    last layer over real tokens, L2-normalised (sentence-transformers' pooling)."""
+    check_positive_int("batch_size", batch_size)
+    device = next(model.parameters()).device
+    parts = []
+    for start in range(0, len(texts), batch_size):
+        enc = tokenizer(list(texts[start : start + batch_size]), padding=True, return_tensors="pt")
+        mask = enc["attention_mask"].to(device)
+        with torch.inference_mode():
+            hidden = model(input_ids=enc["input_ids"].to(device), attention_mask=mask)
+        pooled = mean_pool(hidden.last_hidden_state.double(), mask)  # (B, D)
+        parts.append(torch.nn.functional.normalize(pooled, dim=-1).cpu())
+    return torch.cat(parts)
+
+
+def swap_distances(
+    model: nn.Module, tokenizer: object, items: Sequence[tuple[str, str, str, str]]
+) -> dict[str, torch.Tensor]:
+    """Per item, ``1 − cos`` between a sentence's embedding and its role swap's (``"swap"``:
+    0 means the embedding cannot tell who did what to whom) and its object-substituted
+    version's (``"sub"``: a change that needs no roles), each ``(N,)`` float64."""
+    texts = swap_texts(items)
+    e = {k: sentence_embeddings(model, tokenizer, v) for k, v in texts.items()}
+    return {k: 1 - (e["base"] * e[k]).sum(-1) for k in ("swap", "sub")}
+
+
+def role_contrast_ci(
+    change: torch.Tensor,
+    roles: Sequence[str],
+    groups: Sequence[int],
+    a: str,
+    b: str,
+    *,
+    levels: Sequence[float] = (0.95, 0.90),
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, list[tuple[float, float]]]:
+    """``mean(change on a's items) − mean(change on b's items)`` and its percentile intervals
+    at ``levels``, resampling whole ``groups`` (sentences) with replacement, so the two roles'
+    words of one sentence stay together: how much more one role changed than the other."""
+    check_tensor(change, "change")
+    if change.dim() != 1 or not len(change) == len(roles) == len(groups):
+        raise ValueError("change must be (N,) with one role and one group per item")
+    for role in (a, b):
+        if role not in roles:
+            raise ValueError(f"no item of role {role!r}")
+    check_positive_int("n_boot", n_boot)
+    v = change.detach().double().cpu().numpy()
+    ids = {g: k for k, g in enumerate(sorted(set(int(g) for g in groups)))}
+    g = np.array([ids[int(x)] for x in groups])
+    stats = []
+    for role in (a, b):
+        on = np.array([r == role for r in roles], dtype=float)
+        stats.append((np.bincount(g, v * on, len(ids)), np.bincount(g, on, len(ids))))
+    point = float(v[[r == a for r in roles]].mean() - v[[r == b for r in roles]].mean())
+    draws = np.random.default_rng(seed).integers(0, len(ids), size=(n_boot, len(ids)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = [s[draws].sum(1) / c[draws].sum(1) for s, c in stats]  # (n_boot,) each
+    diffs = means[0] - means[1]
+    diffs = diffs[np.isfinite(diffs)]  # a draw without one of the roles has no contrast
+    out = []
+    for level in levels:
+        if not 0 < level < 1:
+            raise ValueError(f"levels must be in (0, 1), got {level!r}")
+        tail = 100 * (1 - level) / 2
+        lo, hi = np.percentile(diffs, [tail, 100 - tail])
+        out.append((float(lo), float(hi)))
+    return point, out

@@ -284,6 +284,7 @@ class RelationScore:
     offset_ci: tuple[float, float]
     gain: float
     gain_ci: tuple[float, float]
+    gain_p: float  # two-sided bootstrap p-value of the gain (the interval's resamples)
 
 
 def heldout_scores(
@@ -314,6 +315,7 @@ def heldout_scores(
         {str(o): v for o, v in rules.items()}, select, report, groups, seed=seed
     )
     gain, gain_ci = heldout.paired_gain(sub, rules[int(name)], head, report, groups, seed=seed)
+    gain_p = heldout.paired_gain_p(sub, rules[int(name)], head, report, groups, seed=seed)
     keep = set(int(r) for r in report)
     return RelationScore(
         relation=relation,
@@ -324,4 +326,5 @@ def heldout_scores(
         offset_ci=ci,
         gain=gain,
         gain_ci=gain_ci,
+        gain_p=gain_p,
     )
