@@ -25,7 +25,8 @@ def loop_over_heads(
 ) -> torch.Tensor:
     """One small attention per head, then concatenate: multi-head attention as usually drawn.
 
-    Head ``h`` uses rows ``h·Dh … (h+1)·Dh − 1`` of each input projection, so the
+    Head ``h`` uses rows ``h·Dh … (h+1)·Dh − 1`` of each input projection's ``weight``
+    (columns of ``W_q``, ``W_k``, ``W_v`` in the ``x @ W`` form the book writes), so the
     arithmetic is that of the batched module; what differs is ``H`` times as many
     small kernel calls. ``attn_mask`` is shared by all heads: ``(Tq, Tk)`` or ``(B, Tq, Tk)``.
     """
