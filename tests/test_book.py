@@ -158,6 +158,7 @@ GLUED_NAMES = {
     "05_inside_bert::base_model": "the Hugging Face id of the model MiniLM was distilled from",
     "05_inside_bert::parser_license": "the parser's licence, as its metadata names it (MIT)",
     "05c_heads_as_parsers::silver_beat_list": "dependency labels (det, nsubj, dobj, ...)",
+    "05c_heads_as_parsers::silver_holm_list": "dependency labels (det, nsubj, dobj, ...)",
     "05c_heads_as_parsers::silver_tie_list": "dependency labels (amod, poss, aux, ...)",
     "06b_pruning_a_pretrained_model::latency_cpu": "torch's CPU capability (AVX2)",
     "07c_one_dead_head::init_machine": "torch's CPU capability (AVX2)",
