@@ -79,19 +79,33 @@ def test_chinese_emphasis_is_bold_when_short_and_kaiti_when_long() -> None:
 def test_the_emphasis_transform_marks_chinese_only_in_the_chinese_edition() -> None:
     from types import SimpleNamespace
 
-    from cjk_emphasis import BOLD, ChineseEmphasis
+    from cjk_emphasis import BOLD, KAI, ChineseEmphasis
 
     def run(language: str) -> list[list[str]]:
         doc = nodes.paragraph()
-        doc += [nodes.emphasis("", "软"), nodes.emphasis("", "soft")]
+        doc += [
+            nodes.emphasis("", "软"),
+            nodes.emphasis("", "soft"),
+            nodes.emphasis("", "头越多，缓存越大。"),
+        ]
         transform = ChineseEmphasis.__new__(ChineseEmphasis)
         transform.document = doc
         type(transform).config = property(lambda self: SimpleNamespace(language=language))
         transform.run()
-        return [list(e["classes"]) for e in doc.findall(nodes.emphasis)]
+        return [(type(e).__name__, list(e["classes"]), e.astext()) for e in doc.children]
 
-    assert run("en") == [[], []]
-    assert run("zh_CN") == [["mha-cjk", BOLD], []]
+    sentence = "头越多，缓存越大。"
+    assert run("en") == [
+        ("emphasis", [], "软"),
+        ("emphasis", [], "soft"),
+        ("emphasis", [], sentence),
+    ]
+    assert run("zh_CN") == [
+        ("strong", ["mha-cjk", BOLD], "软"),
+        ("emphasis", [], "soft"),
+        ("inline", ["mha-cjk", KAI], sentence),
+    ]
+    assert run("zh_CN") != run("en")
 
 
 def test_no_space_between_chinese_characters_at_markup() -> None:
@@ -270,14 +284,14 @@ _PASTED = re.compile(r'<span class="pasted-text">([^<]*)</span>')
 def test_every_emphasis_of_chinese_is_marked_and_every_glued_negative_has_a_minus(
     built_book: Path,
 ) -> None:
-    """In the built pages: each <em> that holds Chinese carries the Chinese edition's class
-    (_static/book.css draws it upright), and no glued number starts with a hyphen, in either
-    edition."""
+    """In the built pages: no <em> holds Chinese (its emphasis is a <strong> or a 楷体 span of
+    the Chinese edition's classes, upright without any style sheet), and no glued number
+    starts with a hyphen, in either edition."""
     plain, hyphens = [], []
     for name, path in chinese_pages(built_book / ZH):
         page = path.read_text()
-        for attrs, inner in re.findall(r"<em\b([^>]*)>(.*?)</em>", page, re.S):
-            if re.search("[\u4e00-\u9fff]", inner) and "mha-cjk" not in attrs:
+        for inner in re.findall(r"<em\b[^>]*>(.*?)</em>", page, re.S):
+            if re.search("[\u4e00-\u9fff]", inner):
                 plain.append(f"{name}: {inner[:30]}")
         english = built_book / f"{name}.html"
         for edition, text in (
@@ -287,5 +301,5 @@ def test_every_emphasis_of_chinese_is_marked_and_every_glued_negative_has_a_minu
             hyphens += [
                 f"{edition} {name}: {v}" for v in _PASTED.findall(text) if re.match(r"-\.?\d", v)
             ]
-    assert not plain, f"{len(plain)} emphases of Chinese without the class: {plain[:5]}"
+    assert not plain, f"{len(plain)} <em> around Chinese (italic without CSS): {plain[:5]}"
     assert not hyphens, f"glued negatives with a hyphen: {hyphens[:5]}"

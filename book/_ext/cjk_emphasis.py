@@ -23,8 +23,10 @@ emphasises (``_static/book.css`` draws it, with ``font-style: normal``):
   LaTeX's ctex maps a Chinese emphasis (``\\emph``) to 楷体; where no KaiTi font is
   installed, a Song (serif) face still sets the run apart from the sans-serif text.
 
-The ``<em>`` stays an ``<em>`` (its meaning for a screen reader is unchanged); English text and
-the English edition are untouched.
+No ``<em>`` is left around Chinese: a word becomes ``<strong>`` (still emphasis to a screen
+reader), a run in 楷体 a ``<span>``, so nothing is italic even where the style sheet is not
+loaded (reader views, feeds, a page saved without its CSS). English text and the English
+edition are untouched.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def chinese_emphasis(text: str) -> str | None:
 
 
 class ChineseEmphasis(SphinxPostTransform):
-    """Class every emphasis that holds Chinese (after citations and glue are resolved)."""
+    """Redraw every emphasis that holds Chinese (after citations and glue are resolved): no
+    ``<em>``, which any reader without our style sheet shows in italics."""
 
     default_priority = 900
     formats = ("html",)
@@ -74,10 +77,14 @@ class ChineseEmphasis(SphinxPostTransform):
         language = self.config.language or ""
         if not language.startswith("zh"):
             return
-        for node in self.document.findall(nodes.emphasis):
+        for node in list(self.document.findall(nodes.emphasis)):
             kind = chinese_emphasis(node.astext())
-            if kind is not None and kind not in node["classes"]:
-                node["classes"] += ["mha-cjk", kind]
+            if kind is None:
+                continue
+            upright = nodes.strong if kind == BOLD else nodes.inline
+            node.replace_self(
+                upright(node.rawsource, "", *node.children, classes=["mha-cjk", kind])
+            )
 
 
 def scan_delims(self: StateInline, start: int, canSplitWord: bool) -> Scanned:  # noqa: N803
