@@ -36,6 +36,24 @@ def test_show_requires_alt_text_and_emits_it(monkeypatch):
     assert "data:image/svg+xml;base64," in bundle["text/markdown"]  # the translatable copy
 
 
+def test_show_glues_the_very_output_it_displays(monkeypatch):
+    """Another page shows a glued figure: the SVG copy the page displays, as HTML (what a
+    page pasting from another renders, and what the Chinese build translates)."""
+    shown, glued = [], {}
+    monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
+    monkeypatch.setattr(
+        "myst_nb.glue", lambda name, obj, display: glued.update({name: (obj, display)})
+    )
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    show(fig, alt="a line", glue_as="curves")
+    obj, displayed = glued["curves"]
+    assert displayed is False  # shown once on its own page, by show itself
+    pasted = obj._repr_mimebundle_()
+    assert pasted["text/html"] == shown[0]["text/markdown"]
+    assert 'alt="a line"' in pasted["text/html"]
+
+
 def test_checks_and_provenance_tables_show_what_was_compared():
     from mha_lib.book import checks_table, provenance_table
     from mha_lib.experiments.reproduce import Check, provenance

@@ -96,13 +96,27 @@ def _translatable_svg(fig: Figure, width_px: int, height_px: int) -> str:
     )
 
 
-def show(fig: Figure, alt: str) -> None:
+class _Output:
+    """A prepared output that IPython displays as the mimebundle it holds (for ``glue``)."""
+
+    def __init__(self, bundle: dict[str, str]) -> None:
+        self.bundle = bundle
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict:
+        return self.bundle
+
+
+def show(fig: Figure, alt: str, glue_as: str | None = None) -> None:
     """Display a matplotlib figure as an image with alt text, then close it.
 
     A plain figure output carries no alt text, which screen readers need and
     the site test checks; an ``<img>`` with a data URI works in Jupyter, Binder
     and the static site alike. The image carries the pixel height of its smallest
     text (``data-min-text-px``) so that the site test can check it stays readable.
+    ``glue_as`` also glues the figure under that name, so that another page can show it
+    (the ``{glue}`` directive with ``:doc:``) without drawing it again. What is glued is the
+    SVG copy as HTML: a page that pastes from another renders HTML only, and the SVG is the
+    copy whose words the Chinese build translates.
     """
     from IPython.display import display
 
@@ -121,13 +135,16 @@ def show(fig: Figure, alt: str) -> None:
     tail = f' alt="{html.escape(alt)}"{size} style="max-width:100%;height:auto">'
     data = base64.b64encode(png).decode("ascii")
     words = base64.b64encode(svg.encode()).decode("ascii")
-    display(
-        {
-            "text/html": f'<img src="data:image/png;base64,{data}"' + tail,
-            # For the Chinese edition only (see the module): one raw HTML block.
-            "text/markdown": f'<div class="mha-figure"><img src="data:image/svg+xml;base64,'
-            f'{words}"' + tail + "</div>",
-            "text/plain": "<IPython.core.display.HTML object>",
-        },
-        raw=True,
-    )
+    bundle = {
+        "text/html": f'<img src="data:image/png;base64,{data}"' + tail,
+        # For the Chinese edition only (see the module): one raw HTML block.
+        "text/markdown": f'<div class="mha-figure"><img src="data:image/svg+xml;base64,'
+        f'{words}"' + tail + "</div>",
+        "text/plain": "<IPython.core.display.HTML object>",
+    }
+    display(bundle, raw=True)
+    if glue_as is not None:
+        from myst_nb import glue
+
+        pasted = {"text/html": bundle["text/markdown"], "text/plain": bundle["text/plain"]}
+        glue(glue_as, _Output(pasted), display=False)
