@@ -29,11 +29,14 @@ writes ``scripts/results/ch9_sharing.json`` with its provenance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+import numpy as np
 import torch
 
 from mha_lib.analysis.cost import parameter_count
+from mha_lib.analysis.differences import Difference, compare, holm
 from mha_lib.experiments.kv_sharing import first_position_mass, pool_kv_heads
 from mha_lib.experiments.reproduce import (
     Check,
@@ -316,6 +319,75 @@ def sink_checks(live: dict, committed: dict) -> list[Check]:
         Check(f"ch9 causal toy, seed {committed['seed']}: weight on another slot at step 0",
               sum(live["others"], []), sum(committed["others"][0], []), SINK_TOLERANCE),
     ]  # fmt: skip
+
+
+def hard_accuracy(data: Mapping[str, list]) -> dict[str, np.ndarray]:
+    """Each arm's final accuracy on the hard task, in percent, in seed order."""
+    accuracy = {}
+    for name in ARMS:
+        runs = sorted((r for r in data["hard"] if r["arm"] == name), key=lambda r: r["seed"])
+        accuracy[name] = np.array([r["result"]["final_accuracy"] for r in runs]) * 100
+    return accuracy
+
+
+def adjusted(tests: Mapping[object, Difference]) -> dict[object, Difference]:
+    """The same comparisons with Holm-adjusted p-values, over all of them, for each of the two
+    tests (equivalence and difference): the outcomes of a family of tests."""
+    keys = list(tests)
+    eq = holm([tests[k].p_equivalence for k in keys])
+    diff = holm([tests[k].p_difference for k in keys])
+    return {
+        k: replace(tests[k], p_equivalence=float(e), p_difference=float(d))
+        for k, e, d in zip(keys, eq, diff, strict=True)
+    }
+
+
+def arm_differences(data: Mapping[str, list], margin: float = MARGIN) -> dict[str, Difference]:
+    """Every other arm against multi-head attention on the hard task, paired by seed, decided
+    against ``margin`` (points) with Holm's correction over the arms."""
+    accuracy = hard_accuracy(data)
+    seeds = {name: sorted(r["seed"] for r in data["hard"] if r["arm"] == name) for name in ARMS}
+    if any(seeds[name] != seeds["multi_head"] for name in ARMS):
+        raise ValueError(f"the arms do not share their seeds: {seeds}")
+    tests = {
+        name: compare(accuracy[name], accuracy["multi_head"], margin=margin, paired=True)
+        for name in ARMS
+        if name != "multi_head"
+    }
+    return adjusted(tests)  # type: ignore[return-value]
+
+
+def uptrain_accuracy(data: Mapping[str, list], task: str) -> dict[str, np.ndarray]:
+    """One task's uptraining runs in percent, in seed order: ``multi_head``, and per number of
+    key/value heads ``g``: ``pooled_g``, ``uptrained_g``, ``scratch_short_g``."""
+    runs = sorted((r for r in data["uptrain"] if r["task_name"] == task), key=lambda r: r["seed"])
+    if not runs:
+        raise ValueError(f"no uptraining runs of task {task!r}")
+    columns = {"multi_head": np.array([r["multi_head"] for r in runs]) * 100}
+    for i, g in enumerate(UPTRAIN_KV):
+        for key in ("pooled", "uptrained", "scratch_short"):
+            columns[f"{key}_{g}"] = np.array([r["rows"][i][key] for r in runs]) * 100
+    return columns
+
+
+def uptrain_differences(
+    data: Mapping[str, list], margin: float = MARGIN
+) -> dict[tuple[str, str, int], Difference]:
+    """Uptrained models against the multi-head model they came from (``"multi_head"``) and
+    against the same architecture trained from scratch for the same steps (``"scratch"``),
+    paired by seed, keyed ``(against, task, g)``; Holm's correction over each family."""
+    families: dict[str, dict] = {"multi_head": {}, "scratch": {}}
+    for task in UPTRAIN_TASKS:
+        col = uptrain_accuracy(data, task)
+        for g in UPTRAIN_KV:
+            up = col[f"uptrained_{g}"]
+            families["multi_head"][("multi_head", task, g)] = compare(
+                up, col["multi_head"], margin=margin, paired=True
+            )
+            families["scratch"][("scratch", task, g)] = compare(
+                up, col[f"scratch_short_{g}"], margin=margin, paired=True
+            )
+    return {**adjusted(families["multi_head"]), **adjusted(families["scratch"])}  # type: ignore[dict-item]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
