@@ -52,3 +52,46 @@ def test_bad_inputs():
         ar.distance_ratio([torch.ones(3, 4)])
     with pytest.raises(ValueError, match="besides"):
         ar.distance_ratio([torch.ones(2, 2) / 2])
+
+
+def test_decay_map_ends_and_rows():
+    t = 7
+    m = ar.decay_map(t, torch.tensor([1e-3, 2.0, float("inf")]))  # (3, t, t)
+    torch.testing.assert_close(m.sum(-1), torch.ones(3, t, dtype=torch.float64))
+    torch.testing.assert_close(m[0], torch.eye(t, dtype=torch.float64))  # all on itself
+    torch.testing.assert_close(m[2], torch.full((t, t), 1 / t, dtype=torch.float64))
+    # by hand: row 0 with τ = 2 is e^{-j/2} over j = 0 … t−1, normalised
+    row = torch.exp(-torch.arange(t, dtype=torch.float64) / 2)
+    torch.testing.assert_close(m[1, 0], row / row.sum())
+    with pytest.raises(ValueError, match="tau"):
+        ar.decay_map(3, 0.0)
+
+
+def test_matched_decay_recovers_a_decay_head():
+    lengths = [5, 9, 9, 14]
+    taus = torch.tensor([0.5, 1.5, 4.0])
+    maps = [ar.decay_map(t, taus).float() for t in lengths]  # (3, t, t) each
+    tokens = [["w"] * t for t in lengths]
+    stats = head_stats.head_statistics(maps, tokens)
+    tau, self_w = ar.matched_decay(lengths, stats["distance"])
+    torch.testing.assert_close(tau, taus, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(self_w, stats["self"], rtol=1e-4, atol=1e-5)
+    # per sentence, pooled over query tokens, it is the statistic's self-weight
+    per = ar.decay_self_weight(lengths, tau)  # (S, 3)
+    pooled = (per * torch.tensor(lengths)[:, None]).sum(0) / sum(lengths)
+    torch.testing.assert_close(pooled, stats["self"], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ar.self_weight(maps), per, rtol=1e-4, atol=1e-5)
+
+
+def test_matched_decay_uniform_and_beyond():
+    lengths = [6, 10]
+    uniform = sum(t * ar.uniform_distance(t) for t in lengths) / sum(lengths)
+    tau, self_w = ar.matched_decay(lengths, torch.tensor([uniform, uniform * 1.3, 0.0]))
+    assert torch.isinf(tau[:2]).all()  # as far as a uniform head, or further: uniform
+    expected = len(lengths) / sum(lengths)  # a uniform head's pooled self-weight
+    torch.testing.assert_close(self_w[:2], torch.full((2,), expected))
+    assert float(self_w[2]) > 0.999  # distance 0: all weight on itself
+    with pytest.raises(ValueError, match="lengths"):
+        ar.matched_decay([], torch.tensor([1.0]))
+    with pytest.raises(ValueError, match="non-negative"):
+        ar.matched_decay([4], torch.tensor([-1.0]))

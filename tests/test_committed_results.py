@@ -28,6 +28,7 @@ from mha_lib.experiments.studies import (
     ch6_toy,
     ch7_init,
     ch9_sharing,
+    ch9_sinks,
 )
 from mha_lib.experiments.training import Config
 
@@ -46,6 +47,7 @@ STUDIES = {
         ch6_toy,
         ch7_init,
         ch9_sharing,
+        ch9_sinks,
     )
 }
 
@@ -393,6 +395,45 @@ def test_ch9_sharing_file_covers_every_variant_and_seed():
     assert data["check"]["config"] == study.CHECK.to_dict()
 
 
+@pytest.mark.reproduction
+def test_ch9_sinks_init_first_steps_and_minilm_reproduce():
+    study = study_module("ch9_sinks")
+    data = load_results(RESULTS / "ch9_sinks.json")
+    first = {(r["arm"], r["seed"]): r for r in data["toy"]}
+    for arm in ("recall", study.POSITIVE_CONTROL):
+        checks = verify(study.sink_checks(study.toy_at_init(arm, 0), first[arm, 0]))
+        assert not perturbed(checks[0]).holds
+    with torch.random.fork_rng():
+        checks = verify(study.check_checks(study.run_check(), data["check"]))
+    for check in checks:
+        assert not perturbed(check).holds, check.what
+    from mha_lib.data.sentences import NATURAL_SENTENCES
+
+    live = study.run_minilm(NATURAL_SENTENCES[: study.MINILM_LIVE], draws=1)
+    checks = verify(study.minilm_checks(live, data["minilm"]))
+    # the weights on [CLS]/[SEP] are large enough that 1 % of them exceeds the tolerance
+    weights = [c for c in checks if " weight " in c.what]
+    assert len(weights) == study.MINILM_LIVE
+    for check in weights:
+        assert not perturbed(check).holds, check.what
+
+
+def test_ch9_sinks_file_covers_every_arm_seed_and_sentence():
+    study = study_module("ch9_sinks")
+    data = load_results(RESULTS / "ch9_sinks.json")
+    from mha_lib.data.sentences import NATURAL_SENTENCES
+
+    assert [r["sentence"] for r in data["minilm"]] == list(NATURAL_SENTENCES)
+    runs = sorted((r["arm"], r["seed"]) for r in data["toy"])
+    assert runs == sorted((arm, seed) for arm, _, _ in study.ARMS for seed in study.SEEDS)
+    for r in data["toy"]:
+        assert r["steps"] == list(study.TOY_STEPS)
+        assert len(r["first"]) == len(r["accuracy"]) == len(study.TOY_STEPS)
+    assert (data["check"]["arm"], data["check"]["steps"]) == (
+        study.POSITIVE_CONTROL, study.CHECK_STEPS
+    )
+
+
 # One committed number per page that reads results, changed by 1 % (a path into the JSON).
 PERTURBED = {
     "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
@@ -414,7 +455,8 @@ PERTURBED = {
     "07c_one_dead_head": ("ch7_init.json", "runs", 0, "probe", "qk_relative_grad", 0, 0),
     # Chapter 9: the short check run's last loss; the causal toy's first head at step 0.
     "09_what_later_models_share": ("ch9_sharing.json", "check", "result", "loss", -1),
-    "09b_attention_sinks": ("ch9_sharing.json", "sink", 0, "first", 0, 0, 0),
+    # Chapter 9 part 2: the recall arm's first head, seed 0, at step 0.
+    "09b_attention_sinks": ("ch9_sinks.json", "toy", 0, "first", 0, 0, 0),
 }  # fmt: skip
 NOTEBOOKS = RESULTS.parents[1] / "notebooks"
 

@@ -105,6 +105,11 @@ def test_the_detectable_difference_is_detected_at_the_stated_power():
     assert hits.mean() == pytest.approx(0.8, abs=0.03)
 
 
+def test_every_field_is_a_python_number():  # glue formats Python numbers, not NumPy's
+    r = compare(RNG.normal(size=5), RNG.normal(size=5), margin=1.0)
+    assert all(type(v) in (float, int) for v in vars(r).values())
+
+
 def test_constant_samples_and_tensors():
     assert compare([0.0, 0.0, 0.0], margin=1.0).outcome == EQUIVALENT
     assert compare([5.0, 5.0], margin=1.0).outcome == DIFFERENT
@@ -157,3 +162,70 @@ def test_benjamini_hochberg_on_a_textbook_case():
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_best_of_by_hand():
+    from mha_lib.analysis.differences import best_of
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=200)
+    wobble = 0.01 + 0.5 * np.resize([1.0, -1.0], 200)  # mean 0.01, sd 0.5
+    noise = rng.normal(0, 0.3, size=(2, 200))
+    values = np.stack([base + noise[0], base + 1.0 - wobble, base + 1.0, base - 1 + noise[1]])
+    r = best_of(values, margin=0.5)
+    assert r.best == 2 and r.comparisons[2] is None and r.adjusted[2] == 0
+    assert r.tied == (1, 2)  # arm 1 is 0.01 below: not shown lower; 0 and 3 are
+    assert r.beaten == 2
+    # the Holm-adjusted p-values are Holm's of the paired t tests against the best
+    raw = [stats.ttest_rel(values[2], values[k]).pvalue for k in (0, 1, 3)]
+    np.testing.assert_allclose([r.adjusted[k] for k in (0, 1, 3)], holm(raw))
+    # with groups, the items of a group are averaged first: pairs are groups
+    groups = np.repeat(np.arange(50), 4)
+    g = best_of(values, groups.tolist(), margin=0.5)
+    means = values.reshape(4, 50, 4).mean(-1)
+    assert g.comparisons[0].n == 50
+    assert g.comparisons[0].difference == pytest.approx(float((means[2] - means[0]).mean()))
+    with pytest.raises(ValueError, match="K >= 2"):
+        best_of(values[:1], margin=1.0)
+
+
+def test_group_means_by_hand():
+    from mha_lib.analysis.differences import group_means
+
+    values = torch.tensor([[1.0, 2.0, 3.0, 10.0], [0.0, 0.0, 1.0, 1.0]])
+    out = group_means(values, [7, 3, 7, 3])  # groups in sorted order: 3, then 7
+    np.testing.assert_allclose(out, [[6.0, 2.0], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="one group per item"):
+        group_means(values, [1, 2])
+
+
+def test_permutation_p_and_detectable_by_hand():
+    from mha_lib.analysis.differences import permutation_detectable, permutation_p
+
+    null = np.arange(19)  # 19 relabellings scoring 0 … 18
+    assert permutation_p(18, null) == pytest.approx(2 / 20)  # itself and one draw
+    assert permutation_p(19, null) == pytest.approx(1 / 20)  # only itself
+    assert permutation_p(-5, null) == 1.0
+    with pytest.raises(ValueError, match="cannot give"):  # 1 / 20 is not below 0.05
+        permutation_detectable(null)
+    assert permutation_detectable(null, alpha=0.1) == 19  # 18 gives (1 + 1) / 20 = 0.1
+    # 99 draws 0 … 98: (1 + k) / 100 < 0.05 needs k <= 3 draws at least as large: 96
+    assert permutation_detectable(np.arange(99)) == 96
+
+
+def test_compare_many_is_compare_then_holm():
+    from mha_lib.analysis.differences import compare_many
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(40, 2, 3))
+    b = a - np.array([[0.0, 0.5, -0.5], [0.01, 2.0, 0.0]]) + rng.normal(0, 0.3, (40, 2, 3))
+    many = compare_many(a, b, margin=0.2)
+    assert many.difference.shape == (2, 3) and many.adjusted.shape == (2, 3)
+    single = [compare(a[:, i, j], b[:, i, j], margin=0.2, paired=True) for i in range(2)
+              for j in range(3)]  # fmt: skip
+    np.testing.assert_allclose(many.adjusted.ravel(), holm([t.p_difference for t in single]))
+    np.testing.assert_allclose(many.difference.ravel(), [t.difference for t in single])
+    assert many.equivalent.ravel().tolist() == [t.equivalent for t in single]
+    assert bool(many.higher[1, 1]) and bool(many.lower[0, 2]) and not many.higher[0, 0]
+    with pytest.raises(ValueError, match="one shape"):
+        compare_many(a, b[:, :1], margin=1.0)

@@ -198,3 +198,33 @@ def test_grouping_chance_sees_real_layers_above_chance():
     assert int((within < across).sum()) == 24
     chance = hs.grouping_chance(d, 4, draws=200)
     assert chance["closer"].max() < 24 and chance["closer"].mean() < 16
+
+
+def test_layer_grouping_reads_its_parts_and_permutation_p():
+    """layer_grouping is layer_contrast, outlier_heads and grouping_chance together; its
+    p-values count the real grouping among the random ones."""
+    g = torch.Generator().manual_seed(1)
+    centres = torch.randn(4, 3, generator=g) * 5
+    x = centres.repeat_interleave(6, 0) + 0.1 * torch.randn(24, 3, generator=g)
+    d = torch.cdist(x, x)
+    grouping = hs.layer_grouping(d, 4, draws=99, seed=2)
+    within, across = hs.layer_contrast(d, 4)
+    torch.testing.assert_close(grouping.within, within)
+    assert grouping.outliers == hs.outlier_heads(within, 3.0) and grouping.closer == 24
+    chance = hs.grouping_chance(d, 4, draws=99, seed=2)
+    assert (grouping.chance["closer"] == chance["closer"]).all()
+    assert grouping.p_closer == pytest.approx(1 / 100)  # no random grouping does as well
+    n_out = len(grouping.outliers)
+    share = (1 + int((chance["outliers"] >= n_out).sum())) / 100
+    assert grouping.p_outliers == pytest.approx(share)
+
+
+def test_closest_pair_by_hand():
+    d = torch.full((6, 6), 5.0)
+    d.fill_diagonal_(0.0)
+    d[1, 4] = d[4, 1] = 1.0  # layer 0 head 1 and layer 1 head 1: across layers
+    d[3, 5] = d[5, 3] = 2.0  # layer 1, heads 0 and 2: within one layer
+    assert hs.closest_pair(d, 3) == ((0, 1), (1, 1), 1.0)
+    assert hs.closest_pair(d, 3, same_layer=True) == ((1, 0), (1, 2), 2.0)
+    with pytest.raises(ValueError, match="H = 4"):
+        hs.closest_pair(d, 4)

@@ -7,7 +7,9 @@ import torch
 
 from mha_lib.experiments.tasks import (
     IGNORE,
+    AbsentRecall,
     KeyValueRecall,
+    absent_recall,
     associative_recall,
     lookback,
     pair_recall,
@@ -119,3 +121,46 @@ def test_bad_sample_arguments_raise():
         task.sample(4, 0)
     with pytest.raises(ValueError, match="offset"):
         lookback(seq_len=4, offset=4)
+
+
+def test_absent_recall_without_absent_keys_or_start_is_plain_recall():
+    task = absent_recall(num_keys=12, num_values=5, num_pairs=7, num_queries=3, absent=0.0)
+    got = task.sample(32, torch.Generator().manual_seed(4))
+    plain = associative_recall(12, 5, 7, 3).sample(32, torch.Generator().manual_seed(4))
+    assert torch.equal(got[0], plain[0]) and torch.equal(got[1], plain[1])
+    assert task.num_classes == 6 and task.context_slots == 7
+
+
+@pytest.mark.parametrize("start", [False, True])
+def test_absent_recall_answers_absent_exactly_when_the_key_is_missing(start):
+    task = absent_recall(absent=0.5, start_token=start)
+    inputs, targets = task.sample(256, torch.Generator().manual_seed(2))
+    assert inputs.shape == targets.shape == (256, task.seq_len)
+    assert 0 <= inputs.min() and inputs.max() < task.vocab_size
+    if start:  # one constant token with no answer, then the task without it
+        assert bool((inputs[:, 0] == task.vocab_size - 1).all())
+        assert bool((targets[:, 0] == IGNORE).all())
+        inputs, targets = inputs[:, 1:], targets[:, 1:]
+    nk, nv, n = task.num_keys, task.num_values, task.num_pairs
+    missing = 0
+    for row, target in zip(inputs.tolist(), targets.tolist(), strict=True):
+        store = dict(divmod(token, nv) for token in row[:n])
+        assert len(store) == n and all(t == IGNORE for t in target[:n])
+        for token, answer in zip(row[n:], target[n:], strict=True):
+            key = token - nk * nv
+            assert 0 <= key < nk
+            assert answer == store.get(key, nv)  # nv: "absent"
+            missing += key not in store
+    share = missing / (256 * task.num_queries)
+    assert abs(share - 0.5) < 0.05
+
+
+def test_absent_recall_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="num_keys > num_pairs"):
+        AbsentRecall(8, 8, 8, 4, absent=0.5)
+    with pytest.raises(ValueError, match="absent"):
+        absent_recall(absent=1.5)
+    with pytest.raises(TypeError, match="start_token"):
+        absent_recall(start_token=1)
+    with pytest.raises(ValueError, match="num_pairs"):
+        absent_recall(num_keys=4, num_pairs=8)

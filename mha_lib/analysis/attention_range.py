@@ -12,6 +12,7 @@ otherwise looks "far" from every late token.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -79,3 +80,97 @@ def far_mass(
         measured.append((x * far).sum(-1).mean(-1))  # (...)
         uniform.append(far.sum(-1).mean() / t)  # a uniform row puts 1/T on every key
     return torch.stack(measured).float(), torch.stack(uniform).float()
+
+
+def decay_map(t: int, tau: torch.Tensor | float) -> torch.Tensor:
+    """``(..., t, t)``: a head that attends by position alone, each row ∝ exp(−|i − j| / τ).
+
+    ``tau`` (a number or a tensor of decay lengths, in tokens, ``(...)``) sets how fast the
+    weight falls with distance: near 0 every token looks at itself, ``inf`` gives a uniform head.
+    It knows nothing of the words: what it gives a token itself is what locality alone gives.
+    """
+    check_positive_int("t", t)
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    if torch.isnan(tau).any() or (tau <= 0).any():
+        raise ValueError("tau must be positive (inf for a uniform head)")
+    pos = torch.arange(t, dtype=torch.float64)
+    dist = (pos[:, None] - pos[None, :]).abs()  # (t, t)
+    rate = (1.0 / tau)[..., None, None]  # (..., 1, 1): 0 for a uniform head
+    scores = -dist * rate  # (..., t, t)
+    return torch.softmax(scores, dim=-1)
+
+
+def _decay_pooled(lengths: Sequence[int], tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean distance and self-weight of :func:`decay_map`, pooled over every query token of
+    sentences of these lengths (as :func:`~mha_lib.analysis.head_stats.head_statistics` pools)."""
+    dist_sum = torch.zeros_like(tau)
+    self_sum = torch.zeros_like(tau)
+    counts: dict[int, int] = {}
+    for t in lengths:
+        counts[int(t)] = counts.get(int(t), 0) + 1
+    for t, n in counts.items():
+        m = decay_map(t, tau)  # (..., t, t)
+        pos = torch.arange(t, dtype=torch.float64)
+        dist = (pos[:, None] - pos[None, :]).abs()
+        dist_sum += n * (m * dist).sum((-2, -1))
+        self_sum += n * m.diagonal(dim1=-2, dim2=-1).sum(-1)
+    rows = sum(int(t) for t in lengths)
+    return dist_sum / rows, self_sum / rows
+
+
+def matched_decay(
+    lengths: Sequence[int], distance: torch.Tensor, *, steps: int = 60
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The position-only head of :func:`decay_map` that looks as far as each given head.
+
+    ``lengths`` are the sentences' lengths (tokens of the maps the heads were measured on),
+    ``distance`` ``(...)`` each head's mean attention distance pooled over those sentences'
+    query tokens (``head_statistics(...)["distance"]``). Returns ``(tau, self_weight)``, both
+    ``(...)``: the decay length whose pooled mean distance equals the head's (found by
+    bisection on log τ), and the weight that decay head gives a token itself, pooled the same
+    way: the self-weight that locality alone explains. A head that looks as far as a uniform
+    head or further is matched by the uniform head (τ = inf).
+    """
+    if not lengths or any(isinstance(t, bool) or int(t) < 1 for t in lengths):
+        raise ValueError("lengths must be a non-empty list of positive sentence lengths")
+    check_positive_int("steps", steps)
+    target = torch.as_tensor(distance, dtype=torch.float64)
+    if torch.isnan(target).any() or (target < 0).any():
+        raise ValueError("distance must be non-negative")
+    lo = torch.full_like(target, -6.0)  # log τ: e^-6 tokens, all weight on itself
+    hi = torch.full_like(target, 8.0)  # e^8 tokens: uniform on any sentence the book reads
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        far_enough = _decay_pooled(lengths, mid.exp())[0] >= target
+        hi = torch.where(far_enough, mid, hi)
+        lo = torch.where(far_enough, lo, mid)
+    uniform = _decay_pooled(lengths, torch.full_like(target, math.inf))[0]
+    tau = torch.where(target >= uniform, torch.full_like(target, math.inf), hi.exp())
+    return tau.float(), _decay_pooled(lengths, tau)[1].float()
+
+
+def self_weight(maps: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``(S, ...)``: per sentence, the mean weight a query gives itself (the map's diagonal)."""
+    if not maps:
+        raise ValueError("maps must hold at least one sentence")
+    out = []
+    for m in maps:
+        x = _inner(m, False)
+        out.append(x.diagonal(dim1=-2, dim2=-1).mean(-1))
+    return torch.stack(out).float()
+
+
+def decay_self_weight(lengths: Sequence[int], tau: torch.Tensor) -> torch.Tensor:
+    """``(S, ...)``: per sentence of each length, the mean weight the position-only head of
+    :func:`decay_map` with decay lengths ``tau`` ``(...)`` gives a token itself (the per-sentence
+    partner of :func:`self_weight`, for tests paired by sentence)."""
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    cache: dict[int, torch.Tensor] = {}
+    out = []
+    for t in lengths:
+        if int(t) not in cache:
+            cache[int(t)] = decay_map(int(t), tau).diagonal(dim1=-2, dim2=-1).mean(-1)
+        out.append(cache[int(t)])
+    return torch.stack(out).float()

@@ -139,10 +139,11 @@ def _decide(d: float, se: float, df: float, n: int, margin: float, alpha: float)
         p_lower = float(stats.t.sf((d + margin) / se, df))  # H0: true difference <= -margin
         p_upper = float(stats.t.cdf((d - margin) / se, df))  # H0: true difference >= +margin
         p_diff = float(2 * stats.t.sf(abs(d) / se, df))
+    low90, high90, low95, high95 = d - t1 * se, d + t1 * se, d - t2 * se, d + t2 * se
     return Difference(
         difference=d, stderr=se, df=df, n=n, margin=margin, alpha=alpha,
-        low90=d - t1 * se, high90=d + t1 * se, low95=d - t2 * se, high95=d + t2 * se,
-        p_equivalence=max(p_lower, p_upper), p_difference=p_diff,
+        low90=float(low90), high90=float(high90), low95=float(low95), high95=float(high95),
+        p_equivalence=max(p_lower, p_upper), p_difference=float(p_diff),
         detectable=float((t2 + stats.t.ppf(POWER, df)) * se),
     )  # fmt: skip
 
@@ -167,6 +168,152 @@ def from_intervals(
     if inside:
         return TRIVIAL if excludes_zero else EQUIVALENT
     return DIFFERENT if excludes_zero else NOT_DETECTED
+
+
+def group_means(values: torch.Tensor | np.ndarray, groups: Sequence[int]) -> np.ndarray:
+    """``(K, G)``: each row of ``values`` ``(K, N)`` averaged within each group (``groups``
+    gives one id per item; groups in sorted order), so that paired tests pair groups, e.g.
+    sentences whose words are not independent, rather than items."""
+    v = values.detach().double().cpu().numpy() if isinstance(values, torch.Tensor) else values
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 2 or len(groups) != v.shape[1]:
+        raise ValueError(
+            f"values must be (K, N) with one group per item, got {v.shape} and {len(groups)}"
+        )
+    ids = np.unique(np.asarray(groups))
+    index = np.searchsorted(ids, np.asarray(groups))
+    sums = np.stack([np.bincount(index, weights=row, minlength=ids.size) for row in v])
+    return sums / np.bincount(index, minlength=ids.size)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which of several arms scored on the same items is highest, and which it is not shown
+    to beat. ``comparisons[k]`` is the best arm minus arm ``k`` (paired; ``None`` for the best
+    itself), ``adjusted[k]`` its Holm-adjusted p-value over the K − 1 comparisons (0 for the
+    best), ``tied`` the arms not shown below the best (the best included), in arm order."""
+
+    best: int
+    means: tuple[float, ...]
+    comparisons: tuple[Difference | None, ...]
+    adjusted: tuple[float, ...]
+    tied: tuple[int, ...]
+    alpha: float
+
+    @property
+    def beaten(self) -> int:
+        """How many of the K − 1 comparisons survive the correction."""
+        return sum(p < self.alpha for k, p in enumerate(self.adjusted) if k != self.best)
+
+
+def best_of(
+    values: torch.Tensor | np.ndarray,
+    groups: Sequence[int] | None = None,
+    *,
+    margin: float,
+    alpha: float = 0.05,
+) -> Ranking:
+    """The arm of ``values`` ``(K, N)`` (K arms, e.g. layers, scored on the same N items) with
+    the highest mean, compared with each other arm by a paired test (:func:`compare`) and
+    Holm-corrected over the K − 1 comparisons. With ``groups`` (one id per item, e.g. its
+    sentence), items are first averaged within their group and the groups are the pairs, so
+    that items sharing a sentence do not count as independent. An arm whose difference from
+    the best does not survive the correction is *tied* with it: not shown to be lower, which
+    is not shown to be equal (each comparison's ``detectable`` says how large a gap could hide).
+
+    Choosing the best and testing it on the same items favours it most against the runner-up;
+    a two-sided test of that pair is what the choice cannot inflate beyond α.
+    """
+    v = values.detach().double().cpu().numpy() if isinstance(values, torch.Tensor) else values
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 2 or v.shape[0] < 2 or v.shape[1] < 2:
+        raise ValueError(f"values must be (K, N) with K >= 2 arms and N >= 2 items, got {v.shape}")
+    if groups is not None:
+        v = group_means(v, groups)  # (K, G)
+    means = v.mean(1)
+    best = int(np.argmax(means))
+    others = [k for k in range(v.shape[0]) if k != best]
+    tests = {k: compare(v[best], v[k], margin=margin, paired=True, alpha=alpha) for k in others}
+    adjusted = dict(zip(others, holm([tests[k].p_difference for k in others]), strict=True))
+    return Ranking(
+        best=best,
+        means=tuple(float(m) for m in means),
+        comparisons=tuple(tests.get(k) for k in range(v.shape[0])),
+        adjusted=tuple(0.0 if k == best else float(adjusted[k]) for k in range(v.shape[0])),
+        tied=tuple(k for k in range(v.shape[0]) if k == best or adjusted[k] >= alpha),
+        alpha=alpha,
+    )
+
+
+@dataclass(frozen=True)
+class Many:
+    """Many paired comparisons at once (:func:`compare_many`), each as an array of the arms'
+    shape: the mean differences, Holm-adjusted p-values, and which are shown within ±margin."""
+
+    difference: np.ndarray
+    adjusted: np.ndarray
+    equivalent: np.ndarray
+    alpha: float
+
+    @property
+    def higher(self) -> np.ndarray:
+        """Arms shown above their partner after the correction."""
+        return (self.adjusted < self.alpha) & (self.difference > 0)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Arms shown below their partner after the correction."""
+        return (self.adjusted < self.alpha) & (self.difference < 0)
+
+
+def compare_many(
+    a: torch.Tensor | np.ndarray,
+    b: torch.Tensor | np.ndarray,
+    *,
+    margin: float,
+    alpha: float = 0.05,
+) -> Many:
+    """Paired :func:`compare` of ``a[:, k]`` with ``b[:, k]`` for every arm ``k`` at once:
+    ``a`` and ``b`` are ``(N, ...)`` (N paired items, e.g. sentences, by any arms, e.g. layers
+    by heads), and the two-sided p-values are Holm-corrected over all the arms together."""
+    x, y = (t.detach().double().cpu().numpy() if isinstance(t, torch.Tensor) else t for t in (a, b))
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim < 2:
+        raise ValueError(f"a and b must share one shape (N, ...), got {x.shape} and {y.shape}")
+    arms = x.shape[1:]
+    flat_a, flat_b = x.reshape(x.shape[0], -1), y.reshape(y.shape[0], -1)
+    tests = [
+        compare(flat_a[:, k], flat_b[:, k], margin=margin, paired=True, alpha=alpha)
+        for k in range(flat_a.shape[1])
+    ]
+    return Many(
+        difference=np.array([t.difference for t in tests]).reshape(arms),
+        adjusted=holm([t.p_difference for t in tests]).reshape(arms),
+        equivalent=np.array([t.equivalent for t in tests]).reshape(arms),
+        alpha=alpha,
+    )
+
+
+def permutation_p(observed: float, null: Values) -> float:
+    """One-sided permutation p-value of ``observed`` against ``null`` (the statistic on
+    ``len(null)`` random relabellings): (1 + draws at least as large) / (1 + draws), the share
+    of relabellings that do as well, counting the observed one among them."""
+    n = _sample(null, "null")
+    return float((1 + np.count_nonzero(n >= observed)) / (1 + n.size))
+
+
+def permutation_detectable(null: Values, alpha: float = 0.05) -> int:
+    """The smallest whole count whose :func:`permutation_p` against ``null`` is below
+    ``alpha``: what a count statistic had to reach for the permutation test to detect it."""
+    n = _sample(null, "null")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if 1 / (1 + n.size) >= alpha:
+        raise ValueError(f"{n.size} draws cannot give a p-value below {alpha}")
+    c = int(np.floor(n.min()))
+    while permutation_p(c, n) >= alpha:
+        c += 1
+    return c
 
 
 def _pvalues(pvalues: Values) -> np.ndarray:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from mha_lib._checks import check_floating, check_positive_int
-from mha_lib.analysis import softmax_stats
+from mha_lib.analysis import differences, softmax_stats
 
 PUNCTUATION = frozenset(string.punctuation)
 
@@ -302,3 +303,78 @@ def grouping_chance(
         "outliers": flagged.sum((1, 2)).numpy(),
         "closer": (within < across).sum(1).numpy(),
     }
+
+
+@dataclass(frozen=True)
+class LayerGrouping:
+    """How the heads group by layer (:func:`layer_grouping`), against random groupings.
+
+    ``within``/``across`` are :func:`layer_contrast`'s ``(L, H)``, ``outliers`` the heads of
+    :func:`outlier_heads`, ``chance`` :func:`grouping_chance`'s counts on random groupings.
+    The p-values are one-sided permutation p-values: the share of random groupings (the real
+    one counted among them) that do as well or better.
+    """
+
+    within: torch.Tensor
+    across: torch.Tensor
+    outliers: list[tuple[int, int]]
+    chance: dict[str, np.ndarray]
+
+    @property
+    def closer(self) -> int:
+        """How many heads are closer to their own layer than to the others."""
+        return int((self.within < self.across).sum())
+
+    @property
+    def p_closer(self) -> float:
+        return differences.permutation_p(self.closer, self.chance["closer"])
+
+    @property
+    def p_outliers(self) -> float:
+        return differences.permutation_p(len(self.outliers), self.chance["outliers"])
+
+    @property
+    def outliers_detectable(self) -> int:
+        """The outlier count the layers had to reach for the test to detect it (α = 0.05)."""
+        return differences.permutation_detectable(self.chance["outliers"])
+
+
+def layer_grouping(
+    distances: torch.Tensor,
+    num_layers: int,
+    *,
+    draws: int = 1000,
+    threshold: float = 3.0,
+    seed: int = 0,
+) -> LayerGrouping:
+    """:func:`layer_contrast`, :func:`outlier_heads` and :func:`grouping_chance` of one
+    ``(L·H, L·H)`` distance matrix, together."""
+    within, across = layer_contrast(distances, num_layers)
+    return LayerGrouping(
+        within=within,
+        across=across,
+        outliers=outlier_heads(within, threshold=threshold),
+        chance=grouping_chance(
+            distances, num_layers, draws=draws, threshold=threshold, seed=seed
+        ),
+    )
+
+
+def closest_pair(
+    distances: torch.Tensor, num_heads: int, *, same_layer: bool = False
+) -> tuple[tuple[int, int], tuple[int, int], float]:
+    """The two heads least far apart in an ``(L·H, L·H)`` distance matrix, as
+    ``((layer, head), (layer, head), distance)``; with ``same_layer``, among pairs of one layer."""
+    d = torch.as_tensor(distances).double()
+    check_floating(d, "distances")
+    check_positive_int("num_heads", num_heads)
+    n = d.shape[0]
+    if d.dim() != 2 or d.shape[1] != n or n < 2 or n % num_heads:
+        raise ValueError(f"distances must be (L·H, L·H) with H = {num_heads}, got {tuple(d.shape)}")
+    excluded = torch.eye(n, dtype=torch.bool)
+    if same_layer:
+        layer = torch.arange(n) // num_heads
+        excluded |= layer[:, None] != layer[None, :]
+    d = d.masked_fill(excluded, math.inf)
+    i, j = divmod(int(d.argmin()), n)
+    return divmod(i, num_heads), divmod(j, num_heads), float(d[i, j])

@@ -4,7 +4,9 @@
 way Ainslie et al. (2023) convert a checkpoint: each group's key and value projections
 are replaced by their mean, queries and the output projection are kept.
 :func:`first_position_mass` measures how much attention each head puts on position 0, the
-"sink" of Xiao et al. (2023), beside the mass a slot of the same kind receives on average.
+"sink" of Xiao et al. (2023), beside the mass a slot of the same kind receives on average;
+:func:`query_position_mass` the mass the queries keep among themselves (their own position
+and earlier queries'), the other place a causal head can leave its weight.
 """
 
 from __future__ import annotations
@@ -77,3 +79,12 @@ def first_position_mass(maps: torch.Tensor, slots: int) -> tuple[torch.Tensor, t
     first = rows[..., 0].mean((1, 3))  # (L, H)
     others = rows[..., 1:slots].mean((1, 3, 4))  # (L, H): one other slot, on average
     return first, others
+
+
+def query_position_mass(maps: torch.Tensor, slots: int) -> torch.Tensor:
+    """Per layer and head ``(L, H)``: the mean weight that queries (rows ``slots … T − 1``) put
+    on query positions (``slots … T − 1``: their own and, under a causal mask, earlier ones)."""
+    check_rank(maps, 5, "maps", "(layers, batch, heads, queries, keys)")
+    if not 0 < slots < maps.shape[-1]:
+        raise ValueError(f"slots must be in (0, T={maps.shape[-1]}), got {slots}")
+    return maps[..., slots:, slots:].sum(-1).mean((1, 3))  # (L, H)

@@ -15,6 +15,9 @@ data. Inputs are ``(B, T)`` token ids; targets are ``(B, T)`` class ids with
   different positions at once, each in its own role, which is where one head
   has to squeeze two retrievals through a single softmax and a single value
   subspace.
+- :func:`absent_recall`: recall where a share of the queries name a key that is not in the
+  context (answer: "absent"), so a head sometimes has nothing to fetch; optionally behind a
+  start token that carries nothing (chapter 9's attention sinks).
 """
 
 from __future__ import annotations
@@ -190,3 +193,105 @@ def pair_recall(
 ) -> KeyValueRecall:
     """Two lookups with different roles per query: answer (value(a), value(b))."""
     return KeyValueRecall(num_keys, num_values, num_pairs, num_queries, keys_per_query=2)
+
+
+@dataclass(frozen=True)
+class AbsentRecall:
+    """Associative recall in which a share ``absent`` of the queries name a missing key.
+
+    The context and the queries are :class:`KeyValueRecall`'s (one key per query), drawn the
+    same way; then each query, with probability ``absent``, is replaced by one naming a key
+    drawn uniformly from those *not* in its context, whose answer is the extra class
+    ``num_values`` ("absent"). With ``start_token`` every sequence begins with one more token
+    (id ``vocab_size − 1``) that is the same everywhere and has no answer, like a language
+    model's beginning-of-sequence token. With ``absent = 0`` and no start token the batches
+    are :class:`KeyValueRecall`'s, token for token.
+    """
+
+    num_keys: int
+    num_values: int
+    num_pairs: int
+    num_queries: int
+    absent: float = 0.5
+    start_token: bool = False
+
+    def __post_init__(self) -> None:
+        base = self.recall  # checks the recall arguments
+        if isinstance(self.absent, bool) or not isinstance(self.absent, int | float):
+            raise TypeError(f"absent must be a number in [0, 1], got {self.absent!r}")
+        if not 0 <= self.absent <= 1:
+            raise ValueError(f"absent must be in [0, 1], got {self.absent!r}")
+        if self.absent > 0 and base.num_pairs == base.num_keys:
+            raise ValueError(
+                f"absent={self.absent} needs num_keys > num_pairs (a key missing from the "
+                f"context), got num_keys={self.num_keys}, num_pairs={self.num_pairs}"
+            )
+        if not isinstance(self.start_token, bool):
+            raise TypeError(f"start_token must be a bool, got {self.start_token!r}")
+
+    @property
+    def recall(self) -> KeyValueRecall:
+        """The plain recall task this one changes."""
+        return KeyValueRecall(self.num_keys, self.num_values, self.num_pairs, self.num_queries)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.recall.vocab_size + int(self.start_token)
+
+    @property
+    def num_classes(self) -> int:
+        return self.num_values + 1  # the values, and "absent"
+
+    @property
+    def seq_len(self) -> int:
+        return self.recall.seq_len + int(self.start_token)
+
+    @property
+    def context_slots(self) -> int:
+        """Positions before the first query: the start token, if any, and the pairs."""
+        return self.num_pairs + int(self.start_token)
+
+    @property
+    def name(self) -> str:
+        start = ", start token" if self.start_token else ""
+        return (
+            f"absent_recall(K={self.num_keys}, V={self.num_values}, N={self.num_pairs}, "
+            f"absent={self.absent:g}{start})"
+        )
+
+    def sample(
+        self, batch_size: int, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(inputs (B, T), targets (B, T))``, ``T = [1 +] num_pairs + num_queries``."""
+        _check_sample_args(batch_size, generator)
+        inputs, targets = self.recall.sample(batch_size, generator)  # (B, N + Q) each
+        b, n, nk, nv = batch_size, self.num_pairs, self.num_keys, self.num_values
+        if self.absent > 0:
+            q = self.num_queries
+            keys = inputs[:, :n] // nv  # (B, N)
+            present = torch.zeros(b, nk, dtype=torch.bool).scatter_(1, keys, True)  # (B, K)
+            # a uniform draw among the missing keys: present keys are pushed above every draw
+            scores = torch.rand(b, q, nk, generator=generator) + present[:, None, :]  # (B, Q, K)
+            missing = scores.argmin(-1)  # (B, Q)
+            swap = torch.rand(b, q, generator=generator) < self.absent  # (B, Q)
+            queries = torch.where(swap, nk * nv + missing, inputs[:, n:])  # (B, Q)
+            answers = torch.where(swap, torch.full_like(missing, nv), targets[:, n:])  # (B, Q)
+            inputs = torch.cat([inputs[:, :n], queries], dim=1)
+            targets = torch.cat([targets[:, :n], answers], dim=1)
+        if self.start_token:
+            start = torch.full((b, 1), self.vocab_size - 1, dtype=torch.long)  # (B, 1)
+            inputs = torch.cat([start, inputs], dim=1)  # (B, 1 + N + Q)
+            targets = torch.cat([torch.full((b, 1), IGNORE, dtype=torch.long), targets], dim=1)
+        return inputs, targets
+
+
+def absent_recall(
+    num_keys: int = 16,
+    num_values: int = 8,
+    num_pairs: int = 8,
+    num_queries: int = 4,
+    absent: float = 0.5,
+    start_token: bool = False,
+) -> AbsentRecall:
+    """Recall where a share ``absent`` of the queries have nothing to fetch (answer "absent")."""
+    return AbsentRecall(num_keys, num_values, num_pairs, num_queries, absent, start_token)

@@ -23,7 +23,7 @@ from mha_lib._checks import check_positive_int
 from mha_lib.analysis.cost import parameter_count
 from mha_lib.core.multihead import MultiHeadAttention
 from mha_lib.experiments.head_health import diagnose_heads, qk_gradient_norms
-from mha_lib.experiments.tasks import IGNORE, KeyValueRecall, Lookback
+from mha_lib.experiments.tasks import IGNORE, AbsentRecall, KeyValueRecall, Lookback
 from mha_lib.experiments.toy_transformer import ToyTransformer
 
 # Held-out batches come from a generator seeded far from the training seed,
@@ -152,7 +152,7 @@ class TrainResult:
         return data
 
 
-def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall:
+def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall | AbsentRecall:
     """Build a task of :mod:`mha_lib.experiments.tasks` by name."""
     from mha_lib.experiments import tasks
 
@@ -160,6 +160,7 @@ def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall:
         "lookback": tasks.lookback,
         "associative_recall": tasks.associative_recall,
         "pair_recall": tasks.pair_recall,
+        "absent_recall": tasks.absent_recall,
     }
     if name not in makers:
         raise ValueError(f"task must be one of {sorted(makers)}, got {name!r}")
