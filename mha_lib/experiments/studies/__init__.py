@@ -15,7 +15,7 @@ hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
 - :mod:`~.ch6_toy`: which heads of the toy model matter, and what pruning costs;
 - :mod:`~.ch6_pretrained`: the same for the pretrained model, on the word-sense test;
 - :mod:`~.ch7_init`: which too-large initial weights hurt a head, and why;
-- :mod:`~.ch9_sharing`: heads that share their keys and values, and attention sinks;
+- :mod:`~.ch9_sharing`: heads that share their keys and values, or their query;
 - :mod:`~.ch9_sinks`: what MiniLM's sink heads take from ``[CLS]``/``[SEP]``, and when a causal
   toy grows a sink (a positive control beside it).
 """

@@ -16,8 +16,6 @@ Parts (each a list of records, one per run):
   models (Ainslie et al. 2023): accuracy right after pooling and after a tenth of the run's
   steps more (:data:`UPTRAIN_FRACTION`), against the same architecture trained from scratch
   for those steps, over :data:`UPTRAIN_SEEDS`;
-- ``sink``: a causal toy on the recall task: the attention on position 0 against the mean
-  of the other context slots, along training;
 - ``check``: a short run the chapter and the tests retrain.
 
 Run from the repository root (about half an hour on 2 quiet cores)::
@@ -37,7 +35,7 @@ import torch
 
 from mha_lib.analysis.cost import parameter_count
 from mha_lib.analysis.differences import Difference, compare, holm
-from mha_lib.experiments.kv_sharing import first_position_mass, pool_kv_heads
+from mha_lib.experiments.kv_sharing import pool_kv_heads
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
@@ -58,7 +56,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch9_sharing.json"
-PARTS = ("equal_heads", "hard", "equal_params", "uptrain", "sink", "check")
+PARTS = ("equal_heads", "hard", "equal_params", "uptrain", "check")
 SEEDS = (0, 1, 2)
 # Chapter 6's task and model: one lookup per query, learned to the ceiling by every variant.
 TASKS = {
@@ -102,12 +100,6 @@ UPTRAIN_SEEDS = HARD_SEEDS[:10]
 UPTRAIN_SEED_OFFSET = 7_919  # the extra steps draw batches the first run did not see
 UPTRAIN_TASKS = {"recall": TASKS["recall"], "hard": HARD}
 UPTRAIN_STEPS = {name: config.steps // UPTRAIN_FRACTION for name, config in UPTRAIN_TASKS.items()}
-SINK = Config(
-    task="associative_recall", d_model=64, num_heads=8, num_layers=2, steps=300,
-    eval_every=100, causal=True,
-)  # fmt: skip
-SINK_STEPS = (0, 25, 50, 100, 200, 300)
-SINK_SAMPLES = 256
 CHECK = Config(
     task="associative_recall", d_model=64, num_heads=8, num_layers=2, steps=20,
     eval_every=10, num_kv_heads=2,
@@ -115,9 +107,6 @@ CHECK = Config(
 # A retrained short run against the file, in accuracy and loss: chapter 4's and 6's short
 # runs of this model agreed across CPU kernels to about 1e-6; 1e-3 leaves room.
 TOLERANCE = 1e-3
-# The sink measurement at initialisation involves no training: only rounding differs between
-# CPUs (the file keeps six decimals), so a much tighter tolerance still holds anywhere.
-SINK_TOLERANCE = 1e-5
 # A page retrains the first PREFIX_STEPS steps of one hard run (PREFIX_ARM, seed 0) with the
 # whole run's schedule: its evaluations up to there must match the file within TOLERANCE.
 PREFIX_STEPS = 300
@@ -193,27 +182,6 @@ def run_uptrain(item: tuple[str, int]) -> dict[str, object]:
             "multi_head": result.final_accuracy, "rows": rounded(rows, decimals=6)}  # fmt: skip
 
 
-def run_sink(seed: int) -> dict[str, object]:
-    """Attention on position 0 against another context slot, at :data:`SINK_STEPS`."""
-    task = make_task(SINK.task, **SINK.task_args)
-    probe, _ = task.sample(SINK_SAMPLES, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET))
-    first, others, accuracy = [], [], []
-    with threads(1):
-        for steps in SINK_STEPS:
-            if steps == 0:
-                model = build_model(SINK, task, seed)
-                acc = None
-            else:
-                model, result = run_experiment(SINK, seed, progress=False, stop_after=steps)
-                acc = result.final_accuracy
-            f, o = first_position_mass(model.attention_maps(probe), task.num_pairs)
-            first.append(f.tolist())
-            others.append(o.tolist())
-            accuracy.append(acc)
-    masses = {"first": first, "others": others, "accuracy": accuracy}
-    return {"part": "sink", "seed": seed, "steps": list(SINK_STEPS), **rounded(masses, decimals=6)}
-
-
 def run_check() -> dict[str, object]:
     """The short run the chapter retrains live."""
     with threads(1):
@@ -238,7 +206,6 @@ def jobs() -> dict[str, list[tuple[str, object]]]:
     parts["uptrain"] = [
         ("uptrain", (task, seed)) for task in UPTRAIN_TASKS for seed in UPTRAIN_SEEDS
     ]
-    parts["sink"] = [("sink", seed) for seed in SEEDS[:2]]
     parts["check"] = [("check", None)]
     return parts
 
@@ -249,8 +216,6 @@ def run_item(item: tuple[str, object]) -> dict[str, object]:
         return run_plain(arg)
     if kind == "uptrain":
         return run_uptrain(arg)
-    if kind == "sink":
-        return run_sink(arg)
     return {"part": "check", **run_check()}
 
 
@@ -263,7 +228,7 @@ def cost(item: tuple[str, object]) -> float:
     if kind == "uptrain":
         config = UPTRAIN_TASKS[arg[0]]
         return 1.4 * config.steps * config.num_layers * config.d_model / 64
-    return {"sink": 700 * 2, "check": 0}[kind]
+    return 0  # the check run
 
 
 def live_checks(live: dict, committed: dict) -> list[Check]:
@@ -298,26 +263,6 @@ def prefix_checks(data: dict, seed: int = 0) -> list[Check]:
               record["result"]["accuracy"][:shown], TOLERANCE),
         Check(f"{name}: loss at every evaluation", result.eval_loss,
               record["result"]["loss"][:shown], TOLERANCE),
-    ]  # fmt: skip
-
-
-def sink_at_init(seed: int) -> dict[str, list]:
-    """The sink measurement of :func:`run_sink` at step 0 (no training): a cheap live check."""
-    task = make_task(SINK.task, **SINK.task_args)
-    probe, _ = task.sample(SINK_SAMPLES, torch.Generator().manual_seed(seed + EVAL_SEED_OFFSET))
-    with threads(1):
-        model = build_model(SINK, task, seed)
-        first, others = first_position_mass(model.attention_maps(probe), task.num_pairs)
-    return {"first": first.tolist(), "others": others.tolist()}
-
-
-def sink_checks(live: dict, committed: dict) -> list[Check]:
-    """:func:`sink_at_init` against the file's first entry of the same seed."""
-    return [
-        Check(f"ch9 causal toy, seed {committed['seed']}: weight on position 0 at step 0",
-              sum(live["first"], []), sum(committed["first"][0], []), SINK_TOLERANCE),
-        Check(f"ch9 causal toy, seed {committed['seed']}: weight on another slot at step 0",
-              sum(live["others"], []), sum(committed["others"][0], []), SINK_TOLERANCE),
     ]  # fmt: skip
 
 
