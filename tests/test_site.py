@@ -944,7 +944,8 @@ def _glossary_heads(page: Path) -> dict[str, str]:
     entry = re.compile(r'<dt\b[^>]*\bid="([^"]+)"[^>]*>(.*?)</dt>', re.S)
     for term_id, dt in entry.findall(page.read_text()):
         dt = re.sub(r'<a class="headerlink".*?</a>', "", dt, flags=re.S)
-        heads[term_id] = html_lib.unescape(re.sub(r"<[^>]+>", "", dt)).strip()
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", dt)).strip()
+        heads[term_id] = text.replace("\u2019", "'")  # the English build's smart apostrophe
     return heads
 
 
