@@ -10,8 +10,8 @@ Every page that reads a committed file must stop when one of its numbers changes
 (PERTURBED). That is shown in three parts: the page's code carries the study's check of that
 file to ``verify`` (read statically, CARRIERS); that check, called as the page calls it, fails
 on the changed number and on nothing else (at unit level, or in the reproduction test of a
-pretrained model's study); and a few pages run whole in a fresh kernel, and one through a book
-build, on a copy of the book with the number changed, and stop with ReproductionError.
+pretrained model's study); and two pages run whole, one in a fresh kernel and one through a
+book build, on a copy of the book with the number changed, and stop with ReproductionError.
 """
 
 import ast
@@ -589,9 +589,11 @@ CARRIERS = {
         lambda live, data: ch9_sharing.live_checks(live["check"], data["check"])),
     "09b_attention_sinks": (ch9_sinks, "study.sink_checks(live, first[arm, 0])", _sinks_at_init),
 }  # fmt: skip
-# Pages run whole in a fresh kernel with their number changed: that a page reads its own
-# checkout's file and that a failing check stops it, end to end (the cheapest pages).
-RUN_WHOLE = ("07b_initialisation_and_dead_heads", "09_what_later_models_share")
+# Pages run whole with their number changed, end to end: that a page reads its own checkout's
+# file and that a failing check stops it. 09 (the cheapest page whose check compares a run it
+# retrains) in a fresh kernel as a reader runs it; 07b (whose check comes first, in its fourth
+# cell) through the book build, in test_a_failing_check_fails_the_book_build.
+RUN_WHOLE = ("09_what_later_models_share",)
 
 
 def _perturb(data, path, factor=1.01):
