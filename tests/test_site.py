@@ -890,36 +890,35 @@ def test_chinese_search_finds_a_phrase_on_every_page_that_uses_it(
         _no_chinese_edition(built_book)
     assert len(CHINESE_TERMS) >= 20
     tab = site.context.new_page()
-    missed = []
     try:
-        for term in CHINESE_TERMS:
-            want = _chinese_pages_with(built_book, term)
-            assert want, f"no Chinese page uses {term}: choose another term"
-            tab.goto(site.base + f"{ZH}search.html?q={term}", wait_until="load")
-            tab.wait_for_function(  # the summary is written once every result is listed
-                "() => document.querySelector('#search-results p.search-summary')"
-                "?.innerText.trim()",
-                timeout=PAGE_TIMEOUT_MS,
-            )
-            hits = tab.eval_on_selector_all(
-                "#search-results ul.search li a",
-                "as => as.map(a => new URL(a.href).pathname)",
-            )
-            got = {re.sub(r"^.*?/zh/|\.html$", "", h) for h in hits}
-            if want - got:
-                missed.append(f"{term}: {sorted(want - got)}")
+        found = _in_page_search(tab, site, list(CHINESE_TERMS))
     finally:
         tab.close()
+    missed = []
+    for term in CHINESE_TERMS:
+        want = _chinese_pages_with(built_book, term)
+        assert want, f"no Chinese page uses {term}: choose another term"
+        if want - found[term]:
+            missed.append(f"{term}: {sorted(want - found[term])}")
     assert not missed, f"the search misses pages that use the term: {missed}"
 
 
-def _search(tab: object, site: Site, query: str) -> list[tuple[str, str]]:
-    """The Chinese search page's results for ``query``: (page, its summary), in order."""
+def _search(
+    tab: object, site: Site, query: str, summaries: bool = True
+) -> list[tuple[str, str]]:
+    """The Chinese search page's results for ``query``: (page, its summary), in order; with
+    ``summaries=False`` the list alone (every summary ""), without waiting for the summaries,
+    which the page fetches one result page at a time after the list is complete."""
     tab.goto(site.base + f"{ZH}search.html?q={query}", wait_until="load")
     tab.wait_for_function(
         "() => document.querySelector('#search-results p.search-summary')?.innerText.trim()",
         timeout=PAGE_TIMEOUT_MS,
     )
+    if not summaries:
+        hits = tab.eval_on_selector_all(
+            "#search-results ul.search li a", "as => as.map(a => new URL(a.href).pathname)"
+        )
+        return [(re.sub(r"^.*?/zh/|\.html$", "", h), "") for h in hits]
     try:  # each result's summary is fetched after the list is complete
         tab.wait_for_function(
             "() => [...document.querySelectorAll('#search-results ul.search li')]"
@@ -934,6 +933,28 @@ def _search(tab: object, site: Site, query: str) -> list[tuple[str, str]]:
         " li.querySelector('p.context')?.textContent ?? ''])",
     )
     return [(re.sub(r"^.*?/zh/|\.html$", "", h), summary) for h, summary in hits]
+
+
+# The search page's own search, run in the page for one query: the pages it lists, in order.
+# It is what the page runs for ``search.html?q=...`` (searchtools.js: Search.query calls
+# _parseQuery, which splits with book/_ext/static/chinese_search.js's splitQuery, then
+# _performSearch, and lists every result); _in_page_search checks that on its first queries.
+_PAGES_FOUND_JS = "q => Search._performSearch(...Search._parseQuery(q)).map(r => r[0])"
+
+
+def _in_page_search(tab: object, site: Site, queries: list[str]) -> dict[str, set[str]]:
+    """The pages the Chinese search finds for each query, the search page loaded once: the
+    first two queries are also typed into the page's address (``search.html?q=``), and the
+    pages it lists must be the same."""
+    typed = {q: {page for page, _ in _search(tab, site, q, summaries=False)} for q in queries[:2]}
+    tab.goto(site.base + f"{ZH}search.html", wait_until="load")
+    tab.wait_for_function(
+        "() => typeof Search !== 'undefined' && Search.hasIndex()", timeout=PAGE_TIMEOUT_MS
+    )
+    found = {q: set(tab.evaluate(_PAGES_FOUND_JS, q)) for q in queries}
+    for q, pages in typed.items():
+        assert found[q] == pages, f"{q}: the page lists {sorted(pages)}, its search {found[q]}"
+    return found
 
 
 def _glossary_heads(page: Path) -> dict[str, str]:
@@ -1026,14 +1047,11 @@ def test_chinese_search_finds_every_glossary_term_on_the_glossary(
     terms = glossary_terms(built_book)
     assert len(terms) >= 25 and ("attention sink", "注意力汇") in terms, terms
     tab = site.context.new_page()
-    missed = []
     try:
-        for english, chinese in terms:
-            for query in (chinese, english):
-                if "book/glossary" not in {page for page, _ in _search(tab, site, query)}:
-                    missed.append(query)
+        found = _in_page_search(tab, site, [q for pair in terms for q in pair[::-1]])
     finally:
         tab.close()
+    missed = [query for query, pages in found.items() if "book/glossary" not in pages]
     assert not missed, f"the search for these glossary terms misses the glossary: {missed}"
 
 
