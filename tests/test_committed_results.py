@@ -408,7 +408,7 @@ def test_ch5_knockout_file_covers_every_head_and_draw():
 
 
 @pytest.mark.reproduction
-def test_ch9_sharing_check_run_and_sink_reproduce():
+def test_ch9_sharing_check_run_reproduces():
     study = study_module("ch9_sharing")
     data = load_results(RESULTS / "ch9_sharing.json")
     with torch.random.fork_rng():
@@ -416,25 +416,36 @@ def test_ch9_sharing_check_run_and_sink_reproduce():
     live = {"result": {"accuracy": result.eval_accuracy, "loss": result.eval_loss}}
     checks = verify(study.live_checks(live, data["check"]))
     assert not perturbed(checks[1]).holds
-    sink = data["sink"][0]
-    checks = verify(study.sink_checks(study.sink_at_init(sink["seed"]), sink))
-    assert not perturbed(checks[0]).holds
+
+
+@pytest.mark.reproduction
+def test_ch9_sharing_hard_run_prefix_reproduces():
+    study = study_module("ch9_sharing")
+    data = load_results(RESULTS / "ch9_sharing.json")
+    with torch.random.fork_rng():
+        checks = verify(study.prefix_checks(data))
+    assert not perturbed(checks[-1]).holds
 
 
 def test_ch9_sharing_file_covers_every_variant_and_seed():
     study = study_module("ch9_sharing")
     data = load_results(RESULTS / "ch9_sharing.json")
-    for task, kvs in study.KV_HEADS.items():
-        part = "pair" if task == "pair" else "equal_heads"
-        for kv in kvs:
-            seeds = sorted(
-                r["seed"]
-                for r in data[part]
-                if r["task_name"] == task and r["config"].get("num_kv_heads") == kv
-            )
-            assert seeds == list(study.SEEDS), (task, kv)
-    assert sorted(r["seed"] for r in data["uptrain"]) == list(study.SEEDS)
+    for kv in study.KV_HEADS["recall"]:
+        seeds = sorted(
+            r["seed"]
+            for r in data["equal_heads"]
+            if r["task_name"] == "recall" and r["config"].get("num_kv_heads") == kv
+        )
+        assert seeds == list(study.SEEDS), kv
+    for name in study.ARMS:
+        runs = [r for r in data["hard"] if r["arm"] == name]
+        assert sorted(r["seed"] for r in runs) == list(study.HARD_SEEDS), name
+        assert all(r["config"] == study.arm(name).to_dict() for r in runs), name
+    for task in study.UPTRAIN_TASKS:
+        seeds = sorted(r["seed"] for r in data["uptrain"] if r["task_name"] == task)
+        assert seeds == list(study.UPTRAIN_SEEDS), task
     assert data["check"]["config"] == study.CHECK.to_dict()
+    assert set(data) - {"provenance"} == set(study.PARTS)
 
 
 @pytest.mark.reproduction

@@ -936,21 +936,84 @@ def _search(tab: object, site: Site, query: str) -> list[tuple[str, str]]:
     return [(re.sub(r"^.*?/zh/|\.html$", "", h), summary) for h, summary in hits]
 
 
-def glossary_terms(built_book: Path) -> list[tuple[str, str]]:
-    """Each entry of the Chinese glossary: (its English term, its Chinese name, the words
-    before the "：" that opens its definition, without brackets or formulas)."""
+def _glossary_heads(page: Path) -> dict[str, str]:
+    """Each entry of a built glossary page: its anchor id → the text of its term, as shown."""
     import html as html_lib
 
-    page = (built_book / ZH / "book" / "glossary.html").read_text()
-    terms = []
-    for dt, dd in re.findall(r"<dt\b[^>]*>(.*?)</dt>\s*<dd>(.*?)</dd>", page, re.S):
+    heads = {}
+    entry = re.compile(r'<dt\b[^>]*\bid="([^"]+)"[^>]*>(.*?)</dt>', re.S)
+    for term_id, dt in entry.findall(page.read_text()):
         dt = re.sub(r'<a class="headerlink".*?</a>', "", dt, flags=re.S)
-        english = html_lib.unescape(re.sub(r"<[^>]+>", "", dt)).strip()
-        dd = re.sub(r'<span class="math[^"]*">.*?</span>', "", dd, flags=re.S)
-        text = html_lib.unescape(re.sub(r"<[^>]+>", "", dd)).strip()
-        name = re.sub(r"（[^）]*）|\([^)]*\)", "", text.split("：", 1)[0]).strip()
-        terms.append((english, name))
-    return terms
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", dt)).strip()
+        heads[term_id] = text.replace("\u2019", "'")  # the English build's smart apostrophe
+    return heads
+
+
+def glossary_terms(built_book: Path) -> list[tuple[str, str]]:
+    """Each entry of the Chinese glossary: (its English term, as the English glossary shows it
+    under the same anchor, its Chinese name). The Chinese glossary heads each entry with the
+    Chinese term first and the English in brackets, 注意力汇（attention sink）, as d2l-zh does;
+    the name is the words before the bracket (the whole head where there is none: MiniLM)."""
+    english = _glossary_heads(built_book / "book" / "glossary.html")
+    chinese = _glossary_heads(built_book / ZH / "book" / "glossary.html")
+    assert chinese.keys() == english.keys(), "the two glossaries have different entries"
+    return [(english[i], re.sub(r"（[^）]*）$", "", chinese[i]).strip()) for i in english]
+
+
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+ENGLISH_ONLY_TERMS = {"MiniLM", "BLEU"}  # names, the same in Chinese
+
+
+def chinese_first(english: str, head: str) -> bool:
+    """Whether a Chinese glossary entry's head is in d2l-zh's order: the Chinese term, then
+    the English one in brackets (注意力汇（attention sink）); a head whose Chinese term already
+    holds the English words needs no brackets ([CLS] 与 [SEP]), and a name stays as it is."""
+    if head == english:
+        return english in ENGLISH_ONLY_TERMS
+    bracketed = re.fullmatch(r"(.+?)（(.+)）", head)
+    if bracketed:
+        return bracketed[2] == english and bool(_CJK_CHAR.search(bracketed[1]))
+    words = [w for w in re.findall(r"[A-Za-z]+", english) if w != "and"]
+    return bool(_CJK_CHAR.search(head)) and all(w in head for w in words)
+
+
+@pytest.mark.parametrize(
+    ("english", "head", "ok"),
+    [
+        ("attention sink", "注意力汇（attention sink）", True),
+        ("attention sink", "attention sink", False),
+        ("attention sink", "attention sink（注意力汇）", False),
+        ("attention sink", "注意力汇", False),
+        ("[CLS] and [SEP]", "[CLS] 与 [SEP]", True),
+        ("MiniLM", "MiniLM", True),
+    ],
+)
+def test_chinese_first_on_hand_checked_heads(english: str, head: str, ok: bool) -> None:
+    assert chinese_first(english, head) == ok
+
+
+def test_the_chinese_glossary_heads_each_entry_chinese_first(built_book: Path) -> None:
+    """注意力汇（attention sink）, not attention sink: every entry of the Chinese glossary is
+    headed by its Chinese term with the English one in brackets (chinese_first), under the
+    English edition's anchor, and every glossary link of a Chinese page lands on an entry."""
+    if not (built_book / ZH).is_dir():
+        _no_chinese_edition(built_book)
+    english = _glossary_heads(built_book / "book" / "glossary.html")
+    chinese = _glossary_heads(built_book / ZH / "book" / "glossary.html")
+    assert chinese["term-attention-sink"] == "注意力汇（attention sink）"
+    wrong = [
+        f"{english[i]!r} is headed {chinese.get(i)!r}"
+        for i in english
+        if not chinese_first(english[i], chinese.get(i, ""))
+    ]
+    assert not wrong, "Chinese glossary heads not in d2l-zh's order:\n" + "\n".join(wrong)
+    links = [
+        a
+        for page in (built_book / ZH).rglob("*.html")
+        if "_static" not in page.parts
+        for a in re.findall(r'href="[^"]*glossary\.html#(term-[^"]+)"', page.read_text())
+    ]
+    assert links and not set(links) - chinese.keys(), sorted(set(links) - chinese.keys())
 
 
 def test_chinese_search_finds_every_glossary_term_on_the_glossary(

@@ -176,3 +176,19 @@ def test_the_listed_pages_tables_get_the_class() -> None:
         )
         small_screens._mark_card_tables(app, doctree)
         assert [t["classes"] for t in doctree.findall(nodes.table)] == [classes]
+
+
+def test_a_cells_toggle_leaves_its_paragraph() -> None:
+    """A <details> typed after a cell's short text (the ledger's full measurement) is no longer
+    inside the paragraph, where a browser would cut the paragraph and leave an empty one."""
+    cell = (
+        '<td><p>short <span class="x">0.93</span> <details><summary>The full measurement'
+        '</summary>all <a href="#r">of it</a>, 0.93 and more</details></p></td>'
+    )
+    row = LEDGER.replace("<td><p>supported</p></td>", cell)
+    out = small_screens.small_screen_body(row)
+    assert (
+        '<p>short <span class="x">0.93</span></p><details><summary>The full measurement'
+        '</summary><p>all <a href="#r">of it</a>, 0.93 and more</p></details></td>'
+    ) in out
+    assert small_screens.details_out_of_paragraphs("<p>no toggle</p>") == "<p>no toggle</p>"

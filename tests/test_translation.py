@@ -311,6 +311,14 @@ def test_the_glossary_table_lists_variants_and_its_check_finds_them() -> None:
     assert variants["关联回忆"] == "关联召回" and variants["批量大小"] == "批大小"
     assert variants["双键召回"] == "成对召回" and "et al." in variants
     assert "缩放点积注意力" not in variants
+    # issue 38: one term each for switching a head off, sentence embedding, word piece,
+    # equivalent, not detected, the margin and attention sinks
+    for variant, term in [("静音", "关掉"), ("静默", "关掉"), ("句向量", "句子嵌入"),
+                          ("句子向量", "句子嵌入"), ("嵌入向量", "句子嵌入"), ("词片", "子词"),
+                          ("等效", "等价"), ("未检出", "未检测到"), ("可检出", "可检测到"),
+                          ("界限", "界值"), ("汇点", "注意力汇")]:  # fmt: skip
+        assert term in variants[variant], (variant, variants.get(variant))
+    assert "屏蔽" not in variants and "注意力汇聚" not in variants  # masking; d2l's pooling
 
 
 def test_one_term_per_concept_the_glossarys() -> None:

@@ -13,7 +13,11 @@ what that CSS cannot compute itself:
    (``<th scope="row">``); and the table's parts carry their ARIA roles (table, rowgroup, row,
    columnheader, rowheader, cell), so that a screen reader still meets a table with its headers
    when CSS displays those parts as blocks (browsers have dropped table semantics for
-   ``display: block`` tables; the roles keep them).
+   ``display: block`` tables; the roles keep them). A cell's toggle, a ``<details>`` typed
+   in the cell's Markdown after its short text (the ledger's full measurement, behind "The
+   full measurement"), comes out of Sphinx inside the cell's paragraph, where html allows no
+   block: a browser would end the paragraph there and leave an empty one after the toggle.
+   It is moved out, after the paragraph, and what it holds becomes a paragraph of its own.
 2. **Figures that fit, and open at full size.** The book's rule (CONTRIBUTING.md,
    tests/test_site.py) is that a figure's smallest text is at least 9 px as shown. A figure
    shown through ``mha_lib.book.show`` carries its smallest text in image pixels
@@ -75,6 +79,12 @@ _CARDS_TABLE = re.compile(
     r'<table\b[^>]*\sclass="[^"]*\b' + CARDS_CLASS + r'\b[^"]*"[^>]*>.*?</table>', re.S
 )
 _TAG = re.compile(r"<[^>]+>")
+# A <details> typed inline at the end of a table cell's paragraph (see the module, 1).
+_DETAILS_IN_P = re.compile(
+    r"<p>((?:(?!</p>).)*?)\s*<details>\s*(<summary>(?:(?!</p>).)*?</summary>)\s*"
+    r"((?:(?!</p>).)*?)\s*</details>\s*</p>",
+    re.S,
+)
 _IMG = re.compile(r"<img\b[^>]*>")
 _LINKED_IMG = re.compile(r'(<a class="([^"]*\bimage-reference\b[^"]*)")([^>]*>\s*)(<img\b[^>]*>)')
 
@@ -90,8 +100,15 @@ def _with_attrs(start_tag: str, attrs: str) -> str:
     return name + " " + attrs + start_tag[len(name) :]
 
 
+def details_out_of_paragraphs(html_text: str) -> str:
+    """``<p>short <details><summary>S</summary>more</details></p>`` as
+    ``<p>short</p><details><summary>S</summary><p>more</p></details>`` (see the module, 1)."""
+    return _DETAILS_IN_P.sub(r"<p>\1</p><details>\2<p>\3</p></details>", html_text)
+
+
 def stack_table(table: str) -> str:
     """One ``<table>`` of Sphinx's html, labelled for display as cards (see the module)."""
+    table = details_out_of_paragraphs(table)
     labels = [_text(cell) for cell in re.findall(r"<th\b[^>]*>(.*?)</th>", table, flags=re.S)]
 
     def row(match: re.Match[str]) -> str:

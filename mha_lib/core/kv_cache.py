@@ -107,7 +107,7 @@ def attend_cached(
     """
     check_rank(x, 3, "x", "(batch, new tokens, d_model)")
     past = cache.length
-    q = split_heads(attn.q_proj(x), attn.num_heads)  # (B, H, Tn, Dh)
+    q = attn.project_queries(x)  # (B, H, Tn, Dh)
     k_new = split_heads(attn.k_proj(x), attn.num_kv_heads)  # (B, Hkv, Tn, Dh)
     v_new = split_heads(attn.v_proj(x), attn.num_kv_heads)  # (B, Hkv, Tn, Dh)
     k, v = cache.append(layer, k_new, v_new)  # (B, Hkv, past + Tn, Dh)

@@ -45,6 +45,13 @@ class MultiHeadAttention(nn.Module):
     ``k_proj`` and ``v_proj`` then have ``num_kv_heads · d_head`` outputs, and the
     weights, ``head_mask`` and pruning stay per *query* head.
 
+    ``shared_query=True`` shares the other side: one query projection (``q_proj`` with
+    ``d_head`` outputs) serves every head, and each head keeps its own keys and values.
+    Each head then scores the same query against its own keys (chapter 9 asks which side
+    the heads need to own). It needs a key/value head per query head: with both sides
+    shared, the heads of a group would be copies of each other. The default, ``False``,
+    is multi-head attention, computed exactly as before.
+
     Heads keep their original index for good: :meth:`prune_heads` takes original
     indices and records the survivors in ``kept_heads``, and ``head_mask`` always has
     one entry per original head (entries of removed heads are ignored). With shared
@@ -69,6 +76,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         num_kv_heads: int | None = None,
+        shared_query: bool = False,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -84,6 +92,14 @@ class MultiHeadAttention(nn.Module):
                 f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} (each key/value "
                 "head serves a whole group of query heads): use a divisor of num_heads"
             )
+        if not isinstance(shared_query, bool):
+            raise TypeError(f"shared_query must be a bool, got {shared_query!r}")
+        if shared_query and num_kv_heads != num_heads:
+            raise ValueError(
+                f"shared_query=True needs a key/value head per query head (num_kv_heads="
+                f"{num_kv_heads}, num_heads={num_heads}): with a shared query and shared keys "
+                "and values, the heads of a group would compute the same thing"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
@@ -94,10 +110,12 @@ class MultiHeadAttention(nn.Module):
         self.num_kv_heads = num_kv_heads  # key/value heads present now
         self.original_num_kv_heads = num_kv_heads
         self.kept_kv_heads = list(range(num_kv_heads))  # original indices of those present
+        self.shared_query = shared_query  # one query projection for every head
         self.dropout = dropout
         factory = {"bias": bias, "device": device, "dtype": dtype}
         kv_features = num_kv_heads * self.d_head
-        self.q_proj = nn.Linear(d_model, d_model, **factory)
+        q_features = self.d_head if shared_query else d_model
+        self.q_proj = nn.Linear(d_model, q_features, **factory)
         self.k_proj = nn.Linear(d_model, kv_features, **factory)
         self.v_proj = nn.Linear(d_model, kv_features, **factory)
         self.out_proj = nn.Linear(d_model, d_model, **factory)
@@ -149,7 +167,7 @@ class MultiHeadAttention(nn.Module):
             allowed = only_causal(allowed, q_len, k_len, query.device)
             is_causal = False
 
-        q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
+        q = self.project_queries(query)  # (B, H, Tq, Dh)
         k = split_heads(self.k_proj(key), self.num_kv_heads)  # (B, Hkv, Tk, Dh)
         v = split_heads(self.v_proj(value), self.num_kv_heads)  # (B, Hkv, Tk, Dh)
         dropout = self.dropout if self.training else 0.0
@@ -185,6 +203,17 @@ class MultiHeadAttention(nn.Module):
             scale = self._head_mask_view(head_mask, batch).to(device=out.device, dtype=out.dtype)
             out = out * scale  # (B, H, Tq, Dh)
         return self.out_proj(merge_heads(out)), weights  # (B, Tq, d_model)
+
+    def project_queries(self, query: torch.Tensor) -> torch.Tensor:
+        """Every present head's queries, ``(B, Tq, d_model)`` → ``(B, H, Tq, Dh)``.
+
+        With ``shared_query`` the one projected query is viewed once per head (``expand``:
+        no copy, and its gradient is the sum over the heads).
+        """
+        if self.shared_query:
+            q = self.q_proj(query)  # (B, Tq, Dh)
+            return q.unsqueeze(1).expand(-1, self.num_heads, -1, -1)  # (B, H, Tq, Dh)
+        return split_heads(self.q_proj(query), self.num_heads)  # (B, H, Tq, Dh)
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> MultiHeadAttention:
@@ -228,14 +257,16 @@ class MultiHeadAttention(nn.Module):
         rounds. The result equals masking those heads with a zero ``head_mask``, with fewer
         parameters and less compute. The rules of :mod:`mha_lib.core.head_removal` apply: a
         head that is out of range or already removed is a ValueError, and so is removing
-        the last head; a refused call changes nothing.
+        the last head; a refused call changes nothing. A shared query projection stays
+        whole: the heads left still read it.
         """
         remaining = surviving_heads(self.kept_heads, heads, self.original_num_heads)
         if len(remaining) == self.num_heads:
             return
         slots = slots_of(self.kept_heads, remaining)  # where the survivors sit now
         idx = head_features(slots, self.d_head, self.q_proj.weight.device)
-        self.q_proj = keep_output_features(self.q_proj, idx)
+        if not self.shared_query:
+            self.q_proj = keep_output_features(self.q_proj, idx)
         if self.original_num_kv_heads == self.original_num_heads:
             self.k_proj = keep_output_features(self.k_proj, idx)
             self.v_proj = keep_output_features(self.v_proj, idx)
@@ -278,6 +309,8 @@ class MultiHeadAttention(nn.Module):
         shared = ""
         if self.original_num_kv_heads != self.original_num_heads:
             shared = f", num_kv_heads={self.num_kv_heads}"
+        if self.shared_query:
+            shared = ", shared_query=True"
         return (
             f"d_model={self.d_model}, num_heads={self.num_heads}{shared}, "
             f"d_head={self.d_head}{pruned}"

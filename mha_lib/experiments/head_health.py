@@ -66,6 +66,8 @@ def projection_gradient_norms(
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
     if not projections or any(p not in ("q", "k", "v") for p in projections):
         raise ValueError(f"projections must be among ('q', 'k', 'v'), got {projections!r}")
+    if attention.shared_query and "q" in projections:
+        raise ValueError("the query projection is shared by every head (shared_query=True)")
     grads, weights = [], []
     for name in projections:
         proj = getattr(attention, f"{name}_proj")

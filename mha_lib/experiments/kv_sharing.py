@@ -23,7 +23,11 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 def pooled_attention(attn: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAttention:
     """A copy of ``attn`` whose ``num_kv_heads`` key/value heads are its groups' means."""
     check_positive_int("num_kv_heads", num_kv_heads)
-    if attn.num_heads != attn.original_num_heads or attn.num_kv_heads != attn.num_heads:
+    if (
+        attn.num_heads != attn.original_num_heads
+        or attn.num_kv_heads != attn.num_heads
+        or attn.shared_query
+    ):
         raise ValueError("pooling needs an unpruned multi-head layer (num_kv_heads == num_heads)")
     if attn.num_heads % num_kv_heads:
         raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={attn.num_heads}")

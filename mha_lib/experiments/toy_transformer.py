@@ -56,6 +56,11 @@ def scale_attention_(
             "heads cannot select key/value rows of a layer whose key/value heads are shared "
             f"(num_kv_heads={attention.num_kv_heads}): scale q alone, or every head"
         )
+    if attention.shared_query and heads is not None and "q" in chosen:
+        raise ValueError(
+            "heads cannot select query rows of a layer whose query is shared "
+            "(shared_query=True): scale k and v alone, or every head"
+        )
     rows = _head_rows(
         heads,
         attention.kept_heads,
@@ -121,11 +126,14 @@ class Block(nn.Module):
         mlp_ratio: int,
         num_kv_heads: int | None = None,
         causal: bool = False,
+        shared_query: bool = False,
     ) -> None:
         super().__init__()
         self.causal = causal
         self.ln_attn = nn.LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
+        self.attn = MultiHeadAttention(
+            d_model, num_heads, num_kv_heads=num_kv_heads, shared_query=shared_query
+        )
         self.ln_mlp = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(
             nn.Linear(d_model, mlp_ratio * d_model),
@@ -153,9 +161,10 @@ class ToyTransformer(nn.Module):
     initialisation (1.0 leaves them alone; chapter 7 studies larger values):
     by default the query, key and value weights of every head; ``init_projections``
     and ``init_heads`` restrict it to some of them (:func:`scale_attention_`).
-    ``num_kv_heads`` shares key/value heads between query heads (chapter 9;
-    `MultiHeadAttention`), ``causal=True`` lets position ``t`` see positions ``0 … t``
-    only; their defaults build the model of the earlier chapters unchanged.
+    ``num_kv_heads`` shares key/value heads between query heads and ``shared_query`` one
+    query projection between heads (chapter 9; `MultiHeadAttention`), ``causal=True`` lets
+    position ``t`` see positions ``0 … t`` only; their defaults build the model of the
+    earlier chapters unchanged.
     """
 
     def __init__(
@@ -174,6 +183,7 @@ class ToyTransformer(nn.Module):
         init_heads: tuple[int, ...] | None = None,
         num_kv_heads: int | None = None,
         causal: bool = False,
+        shared_query: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(causal, bool):
@@ -203,7 +213,8 @@ class ToyTransformer(nn.Module):
         self.tok_emb = nn.Embedding(vocab_size, d_model)
         self.pos_emb = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, num_heads, mlp_ratio, num_kv_heads, causal) for _ in range(num_layers)
+            Block(d_model, num_heads, mlp_ratio, num_kv_heads, causal, shared_query)
+            for _ in range(num_layers)
         )
         self.ln_out = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, num_classes)
@@ -291,7 +302,7 @@ class ToyTransformer(nn.Module):
         finally:
             self.train(was_training)
         attn = block.attn
-        q = split_heads(attn.q_proj(captured["x"]), attn.num_heads)  # (B, H, T, Dh)
+        q = attn.project_queries(captured["x"])  # (B, H, T, Dh)
         k = split_heads(attn.k_proj(captured["x"]), attn.num_kv_heads)  # (B, Hkv, T, Dh)
         if attn.num_kv_heads != attn.num_heads:  # shared keys: one copy per query head
             k = k[:, attn.kv_slot_of_heads()]  # (B, H, T, Dh)

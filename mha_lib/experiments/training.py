@@ -44,6 +44,7 @@ _LATER_FIELDS = (
     "clip_grad_norm",
     "num_kv_heads",
     "causal",
+    "shared_query",
 )
 OPTIMIZERS = ("adamw", "sgd")
 
@@ -61,8 +62,9 @@ class Config:
     layer and for every head, not their biases) their own optimizer, learning rate and weight
     decay; the rest of the model keeps ``optimizer``, ``lr`` and ``weight_decay``.
     ``clip_grad_norm`` clips the gradient of all parameters to that total norm before each
-    step (``None``: no clipping). ``num_kv_heads`` and ``causal`` are the toy model's
-    (chapter 9: shared key/value heads, a causal mask); their defaults change nothing.
+    step (``None``: no clipping). ``num_kv_heads``, ``shared_query`` and ``causal`` are the
+    toy model's (chapter 9: shared key/value heads, one query projection for every head, a
+    causal mask); their defaults change nothing.
     """
 
     task: str = "pair_recall"
@@ -89,6 +91,7 @@ class Config:
     clip_grad_norm: float | None = None
     num_kv_heads: int | None = None
     causal: bool = False
+    shared_query: bool = False
 
     def __post_init__(self) -> None:
         # JSON gives lists back; keep tuples so that a reloaded config compares equal.
@@ -181,6 +184,7 @@ def build_model(config: Config, task: Lookback | KeyValueRecall, seed: int) -> T
             init_heads=config.init_heads,
             num_kv_heads=config.num_kv_heads,
             causal=config.causal,
+            shared_query=config.shared_query,
         )
 
 

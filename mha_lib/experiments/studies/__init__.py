@@ -17,7 +17,7 @@ hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
 - :mod:`~.ch7_init`: which too-large initial weights hurt a head, and why, in one layer;
 - :mod:`~.ch7_deep`: where such weights make the gradients explode, and whether that or the
   saturated softmax leaves the heads dead;
-- :mod:`~.ch9_sharing`: heads that share their keys and values, and attention sinks;
+- :mod:`~.ch9_sharing`: heads that share their keys and values, or their query;
 - :mod:`~.ch9_sinks`: what MiniLM's sink heads take from ``[CLS]``/``[SEP]``, and when a causal
   toy grows a sink (a positive control beside it).
 """
