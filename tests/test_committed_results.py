@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -517,9 +518,15 @@ def test_ch4_onekey_page_checkpoint_reproduces():
     data = load_results(RESULTS / study.NAME)
     entry = data["checkpoints"][PERTURBED["04e_the_one_key_puzzle"][2]]
     checks = verify(study.live_checks(study.run_one(study.onekey(1), 0, study.LIVE_STEPS), entry))
-    for check in checks:
-        if check.committed:  # a perturbed zero stays zero
-            assert not perturbed(check).holds, check.what
+    # A 1 % change is caught wherever it exceeds the tolerance: the curves, the accuracy, the
+    # error counts; not the weight on a wrong answer (about 0.01, so 1 % of it is 1e-4).
+    caught = [c for c in checks if 0.01 * max(map(abs, np.atleast_1d(c.committed))) > c.tolerance]
+    assert {c.what.split(": ")[-1] for c in caught} >= {
+        "loss at every evaluation", "accuracy at every evaluation", "accuracy",
+        "wrong answers per token",
+    }  # fmt: skip
+    for check in caught:
+        assert not perturbed(check).holds, check.what
 
 
 # One committed number per page that reads results, changed by 1 % (a path into the JSON).
