@@ -25,12 +25,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from mha_lib.experiments.reproduce import ReproductionError, load_results, verify
 from mha_lib.experiments.studies import (
     ch3_coupling,
+    ch4_onekey,
     ch4_planted,
     ch4_sweep,
     ch5_knockout,
@@ -51,6 +53,7 @@ STUDIES = {
     study.NAME.removesuffix(".json"): study
     for study in (
         ch3_coupling,
+        ch4_onekey,
         ch4_planted,
         ch4_sweep,
         ch5_knockout,
@@ -508,6 +511,45 @@ def test_ch9_sinks_file_covers_every_arm_seed_and_sentence():
     )
 
 
+def test_ch4_onekey_file_covers_every_run_and_the_pages_checkpoint():
+    study = study_module("ch4_onekey")
+    data = load_results(RESULTS / study.NAME)
+    for part, heads, seeds, steps in (
+        ("runs", study.HEADS, study.SEEDS, (study.RECALL.steps,)),
+        ("checkpoints", study.CHECKPOINT_HEADS, study.SEEDS, study.CHECKPOINTS),
+        ("long", (1,), study.LONG_SEEDS, (study.LONG_STEPS,)),
+    ):
+        got = [(r["config"]["num_heads"], r["step"], r["seed"]) for r in data[part]]
+        assert got == [(h, k, s) for h in heads for k in steps for s in seeds], part
+    page = data["checkpoints"][PERTURBED["04e_the_one_key_puzzle"][2]]
+    assert (page["config"]["num_heads"], page["seed"], page["step"]) == (1, 0, study.LIVE_STEPS)
+    # The shared runs are the sweep's, bit for bit.
+    sweep = {(r["config"]["num_heads"], r["seed"]): r for r in load_results(
+        RESULTS / "ch4_sweep.json")["recall"]}  # fmt: skip
+    for r in data["runs"]:
+        twin = sweep.get((r["config"]["num_heads"], r["seed"]))
+        if twin is not None:
+            assert twin["config"] == r["config"]
+            assert twin["result"]["eval_accuracy"] == r["result"]["eval_accuracy"]
+
+
+@pytest.mark.reproduction
+def test_ch4_onekey_page_checkpoint_reproduces():
+    study = study_module("ch4_onekey")
+    data = load_results(RESULTS / study.NAME)
+    entry = data["checkpoints"][PERTURBED["04e_the_one_key_puzzle"][2]]
+    checks = verify(study.live_checks(study.run_one(study.onekey(1), 0, study.LIVE_STEPS), entry))
+    # A 1 % change is caught wherever it exceeds the tolerance: the curves, the accuracy, the
+    # error counts; not the weight on a wrong answer (about 0.01, so 1 % of it is 1e-4).
+    caught = [c for c in checks if 0.01 * max(map(abs, np.atleast_1d(c.committed))) > c.tolerance]
+    assert {c.what.split(": ")[-1] for c in caught} >= {
+        "loss at every evaluation", "accuracy at every evaluation", "accuracy",
+        "wrong answers per token",
+    }  # fmt: skip
+    for check in caught:
+        assert not perturbed(check).holds, check.what
+
+
 # One committed number per page that reads results, changed by 1 % (a path into the JSON).
 PERTURBED = {
     "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
@@ -520,6 +562,9 @@ PERTURBED = {
     "05c_heads_as_parsers": ("ch5_knockout.json", "intact", "refit", "all", 3),
     "04d_sharper_heads_and_self_attention": ("ch4_sweep.json", "live", 1, "result",
                                              "eval_loss", -1),
+    # The one-key study's checkpoint the page retrains (h = 1, seed 0, step 400; the
+    # checkpoints are sorted by h, step and seed, a test below checks the index): its accuracy.
+    "04e_the_one_key_puzzle": ("ch4_onekey.json", "checkpoints", 10, "accuracy"),
     "06_pruning_heads": ("ch6_toy.json", "runs", 0, "accuracy"),
     "06b_pruning_a_pretrained_model": ("ch6_pretrained.json", "importance", "scores", 2, 3),
     "07_engineering_tradeoffs": ("ch4_sweep.json", "pair", 0, "result", "eval_loss", 1),
