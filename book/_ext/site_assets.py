@@ -140,13 +140,19 @@ def export_lab_model(srcdir: Path) -> Path:
     return out
 
 
-def share_lab_files(page: Path, up: str) -> None:
-    """Point the lab page's script and style sheet at another site's copy (``up``: "../")."""
+def share_lab_files(page: Path, up: str, depth: int) -> None:
+    """Point the lab page's script and style sheet at another site's copy (``up``: "../").
+
+    ``depth`` is the page's folder depth in its own site: the link becomes exactly
+    ``"../" * depth + up``, so an incremental build, which finds the page already pointed
+    there when Sphinx did not write it again, leaves it as it is.
+    """
     text = page.read_text(encoding="utf-8")
-    shared = re.sub(r'((?:src|href)=")((?:\.\./)*)_static/lab/', rf"\1\2{up}_static/lab/", text)
-    if shared == text:
+    target = "../" * depth + up
+    link = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/lab/')
+    if not link.search(text):
         raise ExtensionError(f"site_assets: {page} names no _static/lab/ file to share")
-    page.write_text(shared, encoding="utf-8")
+    page.write_text(link.sub(rf"\1{target}_static/lab/", text), encoding="utf-8")
 
 
 def build_finished(app: Sphinx, exception: Exception | None) -> None:
@@ -177,7 +183,8 @@ def build_finished(app: Sphinx, exception: Exception | None) -> None:
     if not lab_built:
         return
     if app.config.mha_lab_files_from:
-        share_lab_files(outdir / f"{LAB_PAGE}.html", app.config.mha_lab_files_from)
+        depth = LAB_PAGE.count("/")
+        share_lab_files(outdir / f"{LAB_PAGE}.html", app.config.mha_lab_files_from, depth)
         return
     for src, dst in ORT_FILES.items():
         _copy(modules / src, static / dst)
