@@ -627,6 +627,10 @@ CARRIERS = {
         ch4_planted, "planted.live_checks(live_record, live_entry)",
         lambda live, data: ch4_planted.live_checks(live["live"][0], data["live"][0])),
     "04c_one_head_or_several": (ch4_sweep, "sweep.live_checks(record, entry)", _sweep_live),
+    "04e_the_one_key_puzzle": (
+        ch4_onekey, "study.live_checks(live, entry)",
+        lambda live, data: ch4_onekey.live_checks(live["checkpoints"][10],
+                                                  data["checkpoints"][10])),
     "04d_sharper_heads_and_self_attention": (
         ch4_sweep, "sweep.live_checks(record, entry)", _sweep_live),
     "05c_heads_as_parsers": (
