@@ -18,6 +18,15 @@ def check_tensor(x: object, name: str) -> torch.Tensor:
     return x
 
 
+def check_same_shape(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:
+    """Two tensors read element by element must line up: no broadcasting between them."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same shape, got {tuple(a.shape)} and "
+            f"{tuple(b.shape)}"
+        )
+
+
 def check_positive_int(name: str, value: object) -> int:
     """``value`` if it is a positive int (not a bool), else a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

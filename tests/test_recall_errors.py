@@ -48,7 +48,7 @@ def test_right_weight_reads_the_named_position():
 
 
 def test_bad_input_is_named():
-    with pytest.raises(ValueError, match="share one shape"):
+    with pytest.raises(ValueError, match="tokens and wrong must have the same shape"):
         token_errors(torch.zeros(3, dtype=torch.long), torch.zeros(2, dtype=torch.bool), 4)
     with pytest.raises(TypeError, match="boolean"):
         token_errors(torch.zeros(3, dtype=torch.long), torch.zeros(3), 4)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha_lib._checks import check_rank, check_tensor
+from mha_lib._checks import check_rank, check_same_shape, check_tensor
 
 # A token is dead when more than this share of the answers that need it are wrong. Chosen
 # before the runs: far above the rate of a learned token (none of a learned token's answers
@@ -37,11 +37,7 @@ def token_errors(
     shape). Counted per token because a model may fail a token whatever its position."""
     check_tensor(tokens, "tokens")
     check_tensor(wrong, "wrong")
-    if tokens.shape != wrong.shape:
-        raise ValueError(
-            f"tokens and wrong must share one shape, got {tuple(tokens.shape)} and "
-            f"{tuple(wrong.shape)}"
-        )
+    check_same_shape(tokens, wrong, "tokens", "wrong")
     if wrong.dtype != torch.bool:
         raise TypeError(f"wrong must be a boolean tensor, got dtype {wrong.dtype}")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from mha_lib._checks import check_floating, check_tensor
+from mha_lib._checks import check_floating, check_same_shape, check_tensor
 from mha_lib.analysis.softmax_stats import entropy
 from mha_lib.core.head_hooks import heads_scaled
 from mha_lib.core.multihead import MultiHeadAttention
@@ -102,11 +102,7 @@ def score_gradient(weights: torch.Tensor, weights_grad: torch.Tensor) -> torch.T
     """
     check_floating(weights, "weights")
     check_floating(weights_grad, "weights_grad")
-    if weights.shape != weights_grad.shape:
-        raise ValueError(
-            f"weights and weights_grad must have the same shape, got {tuple(weights.shape)} "
-            f"and {tuple(weights_grad.shape)}"
-        )
+    check_same_shape(weights, weights_grad, "weights", "weights_grad")
     return weights * (weights_grad - (weights * weights_grad).sum(-1, keepdim=True))
 
 

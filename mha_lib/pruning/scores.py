@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from mha_lib._checks import check_batches
+from mha_lib._checks import check_batches, check_same_shape
 from mha_lib.pruning.adapters import HeadAdapter
 
 
@@ -113,10 +113,7 @@ def ablation_effects(
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     """Spearman rank correlation of two equal-shape tensors over entries finite in both."""
-    if a.shape != b.shape:
-        raise ValueError(
-            f"a and b must have the same shape, got {tuple(a.shape)}, {tuple(b.shape)}"
-        )
+    check_same_shape(a, b, "a", "b")
     keep = torch.isfinite(a) & torch.isfinite(b)
     x, y = a[keep].double(), b[keep].double()
     if x.numel() < 3:
