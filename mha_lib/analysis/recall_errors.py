@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha_lib._checks import check_rank, check_same_shape, check_tensor
+from mha_lib._checks import check_positive_int, check_rank, check_same_shape, check_tensor
 
 # A token is dead when more than this share of the answers that need it are wrong. Chosen
 # before the runs: far above the rate of a learned token (none of a learned token's answers
@@ -40,8 +40,7 @@ def token_errors(
     check_same_shape(tokens, wrong, "tokens", "wrong")
     if wrong.dtype != torch.bool:
         raise TypeError(f"wrong must be a boolean tensor, got dtype {wrong.dtype}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    check_positive_int("vocab_size", vocab_size)
     flat = tokens.reshape(-1).long().cpu()  # (N,)
     if flat.numel() and (flat.min() < 0 or flat.max() >= vocab_size):
         raise ValueError(f"tokens must lie in [0, {vocab_size})")
