@@ -34,20 +34,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default="replicate-report", help="folder for the report")
     parser.add_argument("--device", default="auto", help="auto (GPU if any), cpu, cuda, ...")
     parser.add_argument("--random-init", action="store_true",
-                        help="the model's shape with random weights: same as random:bert-base "
-                        "when no model is given")  # fmt: skip
+                        help="the model's config and tokenizer with random weights (its "
+                        "negative control); with no model: random:bert-base")  # fmt: skip
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of a random model")
     parser.add_argument("--only", nargs="+", choices=list(MEASURES), default=None,
                         help="run these measurements only")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    spec = args.model
-    if args.random_init and not (spec or "").startswith("random:"):
-        if spec is not None:
-            parser.error("--random-init takes no model; use random:bert-base or random:LxHxD")
-        spec = "random:bert-base"
+    spec, random_init = args.model, args.random_init
+    if random_init and spec is None:
+        spec, random_init = "random:bert-base", False
     try:
-        loaded = load_model(spec, device=pick_device(args.device), seed=args.seed)
+        loaded = load_model(
+            spec, device=pick_device(args.device), seed=args.seed, random_init=random_init
+        )
     except UnsupportedModelError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

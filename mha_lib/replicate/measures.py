@@ -71,7 +71,8 @@ class Finding:
     rows: list[Row]
     figures: list[Figure] = field(default_factory=list)
     section: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time
+    cpu_seconds: float = 0.0  # this process's CPU time (all threads): the idle-machine cost
 
 
 @dataclass

@@ -144,10 +144,13 @@ def load_model(
     *,
     device: torch.device | str = "cpu",
     seed: int = DEFAULT_SEED,
+    random_init: bool = False,
 ) -> Loaded:
     """The model the report measures: ``None`` (the packaged MiniLM), a local folder, a hub
     name (the only case that may download, and only if ``HF_HUB_OFFLINE`` allows), or
-    ``random:SHAPE``, a BERT of that shape initialised from ``seed`` with MiniLM's tokenizer."""
+    ``random:SHAPE``, a BERT of that shape initialised from ``seed`` with MiniLM's tokenizer.
+    ``random_init`` keeps a named model's config and tokenizer and draws its weights afresh
+    from ``seed`` (its own negative control; no weights are read)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from mha_lib import bert
@@ -166,6 +169,12 @@ def load_model(
         raise UnsupportedModelError(f"{str(source)!r} has no config.json: not a model folder")
     config = AutoConfig.from_pretrained(source, trust_remote_code=False)
     check_supported(config, str(source))
+    if random_init:
+        torch.manual_seed(seed)
+        model = AutoModel.from_config(config, attn_implementation="eager").to(device).eval()
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        name = f"{'all-MiniLM-L6-v2' if spec is None else spec} with random weights, seed {seed}"
+        return Loaded(model, tokenizer, name, shape_of(config), True)
     model, tokenizer = bert.load(source, device=device)
     for token in ("cls_token", "sep_token"):
         if getattr(tokenizer, token, None) is None:

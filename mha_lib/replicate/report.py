@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import sys
@@ -38,6 +39,7 @@ class Report:
     findings: list[Finding]
     path: Path
     seconds: float
+    cpu_seconds: float
     peak_rss_mib: float
 
 
@@ -87,20 +89,21 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     progress = _Progress(names, quiet)
     ctx = Context(loaded, out, note=progress.note)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     findings = []
     try:
         for name in names:
             progress.note(name)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             with torch.inference_mode(False):
                 finding = MEASURES[name](ctx)
             finding.seconds = time.perf_counter() - t0
+            finding.cpu_seconds = time.process_time() - c0
             findings.append(finding)
             progress.done()
     finally:
         progress.close()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     measured = {_key(r, f.name): r for f in findings for r in f.rows}
     rows = []
     for key, source in ROWS.items():
@@ -113,7 +116,7 @@ def run(
             number = key.split(" ")[0]
             rows.append(not_in(number, _CLAIMS.get(key, key), why))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    report = Report(rows, findings, out / REPORT, seconds, peak)
+    report = Report(rows, findings, out / REPORT, seconds, cpu, peak)
     _write(report, loaded)
     return report
 
@@ -128,13 +131,16 @@ def _write(report: Report, loaded: Loaded) -> None:
     device = next(loaded.model.parameters()).device
     import transformers
 
+    kind = "randomly initialised (the negative control)" if loaded.random_init else "pretrained"
     lines = [
         f"# The book's real-model verdicts on {loaded.name}",
         "",
-        f"**Model:** {loaded.name}, {'randomly initialised (the negative control)' if loaded.random_init else 'pretrained'}.  ",  # noqa: E501
+        f"**Model:** {loaded.name}, {kind}.  ",
         f"**Shape** (from its config): {shape.layers} layers × {shape.heads} heads, each "
-        f"{shape.d_head} features wide ({shape.total_heads} heads; {params / 1e6:.1f} M parameters).  ",  # noqa: E501
-        f"**Run:** {report.seconds:.0f} s on {device} ({torch.get_num_threads()} threads), "
+        f"{shape.d_head} features wide ({shape.total_heads} heads; "
+        f"{params / 1e6:.1f} M parameters).  ",
+        f"**Run:** {report.seconds:.0f} s ({report.cpu_seconds:.0f} s of CPU time) on {device} "
+        f"({torch.get_num_threads()} threads; load average {os.getloadavg()[0]:.1f}), "
         f"peak memory {report.peak_rss_mib:.0f} MiB; torch {torch.__version__}, transformers "
         f"{transformers.__version__}, Python {platform.python_version()}.",
         "",
@@ -154,8 +160,9 @@ def _write(report: Report, loaded: Loaded) -> None:
                 r.number + mark, r.claim, r.measured, r.value, r.baseline, f"**{r.verdict}**"
                 + (f": {r.detail}" if r.detail else ""))) + " |"
         )  # fmt: skip
-    lines += ["", "## Where the time went", "", "| measurement | seconds |", "|---|---|"]
-    lines += [f"| {f.name} | {f.seconds:.1f} |" for f in report.findings]
+    lines += ["", "## Where the time went", "", "| measurement | wall (s) | CPU (s) |",
+              "|---|---|---|"]  # fmt: skip
+    lines += [f"| {f.name} | {f.seconds:.1f} | {f.cpu_seconds:.1f} |" for f in report.findings]
     for f in report.findings:
         if not (f.figures or f.section):
             continue
@@ -170,8 +177,11 @@ def _write(report: Report, loaded: Loaded) -> None:
         "shape": asdict(shape),
         "random_init": loaded.random_init,
         "seconds": report.seconds,
+        "cpu_seconds": report.cpu_seconds,
+        "load_average": os.getloadavg()[0],
         "peak_rss_mib": report.peak_rss_mib,
         "timings": {f.name: f.seconds for f in report.findings},
+        "cpu_timings": {f.name: f.cpu_seconds for f in report.findings},
         "rows": [asdict(r) for r in report.rows],
     }
     (report.path.parent / NUMBERS).write_text(json.dumps(numbers, indent=1, default=float))
