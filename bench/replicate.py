@@ -60,11 +60,17 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["none", "random:bert-base"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path, default=REPO / "bench/results/replicate.json")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep each report in KEEP/<model> (default: a temporary folder)")
     args = parser.parse_args()
     results = []
     for model in args.models:
-        with tempfile.TemporaryDirectory() as tmp:
-            result = run_one(model, args.threads, Path(tmp))
+        if args.keep is not None:
+            out = args.keep / model.replace(":", "-").replace("/", "-")
+            result = run_one(model, args.threads, out)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                result = run_one(model, args.threads, Path(tmp))
         results.append(result)
         print(f"{model}: {result['wall_s']:.0f} s wall, {result['cpu_s']:.0f} s CPU, "
               f"peak {result['peak_rss_mib']:.0f} MiB", flush=True)  # fmt: skip
