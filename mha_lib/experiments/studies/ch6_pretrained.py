@@ -103,17 +103,30 @@ class Setup:
     heads: pruning.BertHeads
 
 
-def setup(device: torch.device | str = "cpu", probe: dict | None = None) -> Setup:
+def setup(
+    device: torch.device | str = "cpu",
+    probe: dict | None = None,
+    *,
+    model: nn.Module | None = None,
+    tokenizer: object = None,
+    sizes: tuple[int, int, int] = (PROBE_ITEMS, SCORE_ITEMS, EVAL_ITEMS),
+) -> Setup:
     """Model, items and adapter; the probe is fitted here, or loaded from a committed
     ``probe`` part (``{"weight": ..., "bias": ...}``), which is what makes the rest of the
-    committed numbers reproducible to the last digits on any CPU."""
-    model, tokenizer = bert.load(device=device)
+    committed numbers reproducible to the last digits on any CPU. ``model`` and ``tokenizer``
+    (both or neither) replace the packaged MiniLM, so `mha_lib.replicate` measures any
+    BERT-family model through this same code, with fewer items (``sizes``: probe, scoring,
+    evaluation; the same seeds draw them) when its budget is short."""
+    if (model is None) != (tokenizer is None):
+        raise ValueError("pass model and tokenizer together, or neither")
+    if model is None:
+        model, tokenizer = bert.load(device=device)
     items = {
         split: sense_eval.make_sense_set(split, n, seed)
         for split, n, seed in (
-            ("probe", PROBE_ITEMS, PROBE_SEED),
-            ("score", SCORE_ITEMS, SCORE_SEED),
-            ("eval", EVAL_ITEMS, EVAL_SEED),
+            ("probe", sizes[0], PROBE_SEED),
+            ("score", sizes[1], SCORE_SEED),
+            ("eval", sizes[2], EVAL_SEED),
         )
     }
     batches = {k: sense_eval.make_batches(tokenizer, v) for k, v in items.items()}
