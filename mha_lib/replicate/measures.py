@@ -478,7 +478,7 @@ def sinks(ctx: Context) -> Finding:
         n_moved = int((moved > SINK_WEIGHT).sum())
         value = (
             f"median moved / weight on the sink heads {float(share):.2f}; "
-            f"{n_moved} heads above half by what they move"
+            f"{n_moved} {'head' if n_moved == 1 else 'heads'} above half by what they move"
         )
     else:
         verdict, detail, value, share = NOT_TESTABLE, "no sink head to test", "—", float("nan")
