@@ -35,9 +35,75 @@ def book_toc() -> Path:
     return Path(os.environ.get("MHA_BOOK_TOC", book_source() / "_toc.yml")).resolve()
 
 
+def _build_command(out: Path) -> list[str]:
+    """The command that builds the session's book into ``out``."""
+    if "MHA_BOOK_TOC" in os.environ or "MHA_BOOK_SOURCE" in os.environ:
+        # A private table of contents or another book root: English only, as jupyter-book does.
+        cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_source()),
+               "--path-output", str(out), "-W", "-n", "--keep-going"]
+        if "MHA_BOOK_TOC" in os.environ:
+            cmd += ["--toc", str(book_toc())]
+        return cmd
+    # Both editions, exactly as `make book` builds them.
+    return [sys.executable, str(REPO / "scripts" / "build_book.py"), "--path-output", str(out)]
+
+
+class _Build:
+    """The book build, started in the background as soon as the session knows it needs one."""
+
+    def __init__(self, out: Path) -> None:
+        self.out, self.log = out, out / "build.log"
+        self.cmd = _build_command(out)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        self.start = time.perf_counter()
+        with self.log.open("w") as fh:
+            self.proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+
+    def html(self) -> Path:
+        """Wait for the build; its html dir, or the test fails with the log's last lines."""
+        try:
+            code = self.proc.wait(timeout=max(1.0, BUILD_TIMEOUT_S - self.elapsed()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = f"timeout after {BUILD_TIMEOUT_S} s"
+        html = self.out / "_build" / "html"
+        if code != 0 or not (html / "index.html").is_file():
+            tail = "\n".join(self.log.read_text(errors="replace").splitlines()[-60:])
+            pytest.fail(
+                f"book build failed (exit {code}, {self.elapsed():.0f} s): {' '.join(self.cmd)}\n"
+                f"--- last lines of {self.log} ---\n{tail}",
+                pytrace=False,
+            )
+        return html
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+
+_BUILD: _Build | None = None
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of the built book run last, and the build starts now, in the background: the
+    other tests run while it executes the notebooks, instead of before or after it."""
+    global _BUILD
+    items.sort(key=lambda item: item.get_closest_marker("book") is not None)  # stable
+    wanted = any(item.get_closest_marker("book") for item in items)
+    if wanted and not os.environ.get("MHA_BOOK_HTML") and not config.option.collectonly:
+        # The fixture's own temporary directories, kept and pruned as pytest keeps its others
+        # (the factory is made by pytest's tmp_path plugin; the fixture cannot be asked yet).
+        _BUILD = _Build(config._tmp_path_factory.mktemp("book"))  # noqa: SLF001
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _BUILD is not None and _BUILD.proc.poll() is None:
+        _BUILD.proc.kill()  # a session cut short leaves no build running
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the book once, both editions (fresh execution, warnings are errors); its html dir.
+    """The book built once, both editions (fresh execution, warnings are errors); its html dir.
 
     The Chinese edition is the ``zh`` folder inside it."""
     prebuilt = os.environ.get("MHA_BOOK_HTML")
@@ -45,34 +111,9 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
         html = Path(prebuilt).resolve()
         assert (html / "index.html").is_file(), f"MHA_BOOK_HTML={prebuilt} holds no index.html"
         return html
-
-    out = tmp_path_factory.mktemp("book")
-    log = out / "build.log"
-    if "MHA_BOOK_TOC" in os.environ or "MHA_BOOK_SOURCE" in os.environ:
-        # A private table of contents or another book root: English only, as jupyter-book does.
-        cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_source()),
-               "--path-output", str(out), "-W", "-n", "--keep-going"]
-        if "MHA_BOOK_TOC" in os.environ:
-            cmd += ["--toc", str(book_toc())]
-    else:
-        # Both editions, exactly as `make book` builds them.
-        cmd = [sys.executable, str(REPO / "scripts" / "build_book.py"), "--path-output", str(out)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    start = time.perf_counter()
-    with log.open("w") as fh:
-        proc = subprocess.run(
-            cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=BUILD_TIMEOUT_S
-        )
-    elapsed = time.perf_counter() - start
-    html = out / "_build" / "html"
-    if proc.returncode != 0 or not (html / "index.html").is_file():
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
-        pytest.fail(
-            f"book build failed (exit {proc.returncode}, {elapsed:.0f} s): {' '.join(cmd)}\n"
-            f"--- last lines of {log} ---\n{tail}",
-            pytrace=False,
-        )
-    print(f"\nbook built from scratch in {elapsed:.0f} s into {html}", file=sys.stderr)
+    build = _BUILD or _Build(tmp_path_factory.mktemp("book"))  # a book test asked late
+    html = build.html()
+    print(f"\nbook built from scratch in {build.elapsed():.0f} s into {html}", file=sys.stderr)
     return html
 
 

@@ -232,16 +232,7 @@ def test_a_synonym_indexes_the_pages_that_use_its_term() -> None:
 
 ZH = "zh"
 # What today's catalogues still break, by rule and page: (count when written, what remains).
-REMAINING: dict[str, dict[str, int]] = {
-    "citations": {"notebooks/07_engineering_tradeoffs": 1},
-    "english": {
-        "book/claims": 1, "book/intro": 1, "notebooks/03_splitting_heads": 3,
-        "notebooks/04b_a_match_in_few_features": 1, "notebooks/05_inside_bert": 3,
-        "notebooks/05d_coreference_and_meaning": 2,
-        "notebooks/07_engineering_tradeoffs": 2, "notebooks/07c_one_dead_head": 1,
-        "notebooks/08_what_attention_cannot_see": 4,
-    },
-}  # fmt: skip
+REMAINING: dict[str, dict[str, int]] = {}
 WHY = {
     "citations": "a table cell of chapter 7 types 'Brown et al. 2020' (its catalogue)",
     "english": "English words left in the catalogues' prose (reshape, notebook, ...)",

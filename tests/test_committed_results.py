@@ -42,6 +42,7 @@ from mha_lib.experiments.studies import (
     ch7_init,
     ch9_sharing,
     ch9_sinks,
+    replicate,
 )
 from mha_lib.experiments.training import Config
 
@@ -63,6 +64,7 @@ STUDIES = {
         ch7_init,
         ch9_sharing,
         ch9_sinks,
+        replicate,
     )
 }
 
@@ -550,6 +552,40 @@ def test_ch4_onekey_page_checkpoint_reproduces():
         assert not perturbed(check).holds, check.what
 
 
+def test_replicate_file_holds_both_models_with_every_row():
+    from mha_lib.replicate import report
+
+    study = study_module("replicate")
+    data = load_results(RESULTS / study.NAME)
+    shapes = {"minilm": (6, 12, 32), "random_bert_base": (12, 12, 64)}
+    for part in study.PARTS:
+        (record,) = data[part]
+        assert record["part"] == part
+        assert tuple(record["shape"].values()) == shapes[part]
+        assert [r["number"] for r in record["rows"]] == [k.split()[0] for k in report.ROWS]
+    # The negative control passes no row that needs training.
+    passed = [r["number"] for r in data["random_bert_base"][0]["rows"]
+              if r["trained_only"] and r["verdict"] in ("supported", "nuanced")]
+    assert not passed
+
+
+@pytest.mark.reproduction
+def test_replicate_sinks_reproduce_on_both_models():
+    study = study_module("replicate")
+    data = load_results(RESULTS / study.NAME)
+    lives = {part: study.run_one(part, measures=study.CHECK_MEASURES) for part in study.PARTS}
+    for part in study.PARTS:
+        checks = verify(study.live_checks(lives[part], data[part][0]))
+        assert {"the verdict"} <= {c.what.split(": ")[-1] for c in checks}
+
+    def carry(live, changed):
+        return [c for part in study.PARTS
+                for c in study.live_checks(lives[part], changed[part][0])]  # fmt: skip
+
+    # The page's own call (CARRIERS) catches its number (PERTURBED) changed by 1 %.
+    _assert_caught("10_run_it_on_your_model", carry)
+
+
 # One committed number per page that reads results, changed by 1 % (a path into the JSON).
 PERTURBED = {
     "03b_do_heads_affect_each_other": ("ch3_coupling.json", "runs", 0, "full", "accuracy"),
@@ -576,6 +612,9 @@ PERTURBED = {
     "09_what_later_models_share": ("ch9_sharing.json", "check", "result", "loss", -1),
     # Chapter 9 part 2: the recall arm's first head, seed 0, at step 0.
     "09b_attention_sinks": ("ch9_sinks.json", "toy", 0, "first", 0, 0, 0),
+    # Chapter 10: MiniLM's report, row 18a (the ninth row): the largest weight on the sinks.
+    "10_run_it_on_your_model": ("replicate.json", "minilm", 0, "rows", 8, "numbers",
+                                "special_max"),
 }  # fmt: skip
 NOTEBOOKS = RESULTS.parents[1] / "notebooks"
 
@@ -653,6 +692,7 @@ CARRIERS = {
         ch9_sharing, "study.live_checks(live, sharing['check'])",
         lambda live, data: ch9_sharing.live_checks(live["check"], data["check"])),
     "09b_attention_sinks": (ch9_sinks, "study.sink_checks(live, first[arm, 0])", _sinks_at_init),
+    "10_run_it_on_your_model": (replicate, "study.live_checks(live, record)", None),
 }  # fmt: skip
 # Pages run whole with their number changed, end to end: that a page reads its own checkout's
 # file and that a failing check stops it. 09 (the cheapest page whose check compares a run it

@@ -142,6 +142,7 @@ CELLS = [
     "the cat sat on the mat.",  # an example sentence: a message, kept English
     "mat",  # one of its words: kept
     "it's the best head",  # an apostrophe: looked up curled, as Sphinx writes the page's text
+    "GPT-3 175B (Brown et al. 2020)",  # names and a citation: a message (et al. is 等人)
 ]
 
 
@@ -152,7 +153,7 @@ def test_table_cells_with_words_are_messages_and_the_rest_are_not() -> None:
 
     assert [c for c in CELLS if worth_translating(c)] == [
         "soft (attention)", "1600 (1 of 5 never)", "the cat sat on the mat.", "mat",
-        "it's the best head",
+        "it's the best head", "GPT-3 175B (Brown et al. 2020)",
     ]
     table = html_table(["how"], [[c] for c in CELLS]).data
     catalogue = {
@@ -168,10 +169,12 @@ def test_table_cells_with_words_are_messages_and_the_rest_are_not() -> None:
     for kept in CELLS[2:9]:
         assert cell(kept) in zh  # numbers, names and kept examples: as in the English
     assert cell("it&#x27;s the best head") in zh  # missing from the catalogue: English
-    assert english_cells(zh, catalogue) == ["it's the best head"]
+    brown = "GPT-3 175B (Brown et al. 2020)"
+    assert english_cells(zh, catalogue) == ["it's the best head", brown]
     assert english_cells(table, catalogue) == ["soft (attention)", "1600 (1 of 5 never)",
-                                               "it's the best head"]
+                                               "it's the best head", brown]
     catalogue["it’s the best head"] = "最好的头"
+    catalogue["GPT-{0} 175B (Brown et al. {1})"] = "GPT-{0} 175B（Brown 等人，{1}）"
     assert cell("最好的头") in translate_html(table, catalogue)
     assert english_cells(translate_html(table, catalogue), catalogue) == []
 

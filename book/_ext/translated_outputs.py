@@ -104,8 +104,10 @@ def fill(translated: str, numbers: list[str]) -> str:
 
 
 def worth_translating(text: str) -> bool:
-    """Whether an output's text is a message: a lowercase word, and not one identifier."""
-    return bool(_WORDS.search(text)) and not _IDENTIFIER.match(text.strip())
+    """Whether an output's text is a message: a lowercase word (or a citation, whose "et al."
+    a Chinese page writes 等人), and not one identifier."""
+    worded = bool(_WORDS.search(text)) or " et al." in text
+    return worded and not _IDENTIFIER.match(text.strip())
 
 
 def _svg(data: str) -> str:
