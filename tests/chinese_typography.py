@@ -131,9 +131,10 @@ def citations(text: str) -> list[str]:
 # softmax; `mha_lib` and model names are code or capitalised), and names of tools and modes.
 KEPT_ENGLISH = frozenset({
     "softmax", "one-hot", "eager", "sdpa", "transformers", "logit", "logits", "argmax",
-    "token", "tokens", "nats", "torch", "bertviz", "sparsemax", "qkv", "gzip",
+    "token", "tokens", "nats", "torch", "bertviz", "sparsemax", "qkv", "gzip", "min", "max",
 })  # fmt: skip
-_WORD = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z'-]*[A-Za-z](?![\w-])")
+# A word followed by a slash is a name too: the owner in a hub id (nreimers/MiniLM-L6-...).
+_WORD = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z'-]*[A-Za-z](?![\w/-])")
 # A gloss in brackets after a Chinese term, and quoted words (an English example sentence).
 _GLOSS = re.compile(f"(?<=[{HAN}])（[A-Za-z][^（）]*）|(?<=[{HAN}]) ?\\([A-Za-z][^()]*\\)")
 _QUOTED = re.compile(

@@ -47,6 +47,8 @@ sys.path.insert(0, str(REPO / "book" / "_ext"))
         ("english", "拆分成多个头只是一次 reshape，调用 notebook", 2),
         ("english", "用 BERT 和 PyTorch 的 softmax 计算，torch 给出", 0),
         ("english", "注意力汇（attention sink）和“dog bites man”（狗咬人）", 0),
+        ("english", "它以 nreimers/MiniLM-L6 为起点，读取 min(k, d) 个特征", 0),
+        ("english", "它以 nreimers 为起点，读取 tail", 2),
     ],
 )
 def test_each_rule_on_hand_checked_cases(rule: str, text: str, found: int) -> None:
