@@ -656,10 +656,11 @@ _CHINESE_JS = f"""async englishUrl => {{
     englishAlts: [...document.querySelectorAll('img[data-min-text-px]')]
       .map(i => i.alt).filter(a => !cjk.test(a)).map(a => a.slice(0, 60)),
     englishProse: prose.map(t => t.slice(0, 80)),
-    // Output tables' column headers (names such as d_head, torch or AdamW stay as they are) and
+    // Output tables' column headers (names such as d_head, torch, AdamW or MiniLM stay as they
+    // are: as the build's rule has it, a header holding a whole lowercase word is English) and
     // figures drawn from their translatable copy (an SVG), not the English PNG.
     englishHeaders: [...document.querySelectorAll('.mha-table th')].map(e => e.textContent)
-      .filter(t => /[a-z]{{3,}}/.test(t) && !cjk.test(t)
+      .filter(t => /\\b[a-z]{{3,}}\\b/.test(t) && !cjk.test(t)
         && !/[_|]|^(torch|dtype|AdamW|SGD)$/.test(t)),
     pngFigures: [...document.querySelectorAll('article img[data-min-text-px]')]
       .filter(i => i.src.startsWith('data:image/png')).map(i => i.alt.slice(0, 40)),
