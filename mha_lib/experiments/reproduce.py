@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -58,6 +58,27 @@ EXCLUDED_PATHS = ("scripts/results",)
 RESULTS_ENV = "MHA_RESULTS_DIR"
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
+
+
+@runtime_checkable
+class Study(Protocol):
+    """What every module of :mod:`mha_lib.experiments.studies` is: one study, one file.
+
+    ``NAME`` is its file in :func:`results_dir`; ``PARTS`` the parts of that file that
+    ``--only`` reruns separately (empty for a study that reruns whole); ``run_one`` runs one
+    item of its grid (its arguments are the study's own: a seed, a configuration and a seed,
+    a part); ``live_checks(live, committed)`` compares what a page recomputed now (``live``)
+    with the file or the part of it that the page reads (``committed``) and returns the
+    :class:`Check` s that :func:`verify` asserts; ``main(argv)`` is its command line,
+    ``python -m mha_lib.experiments.studies.<name>``."""
+
+    NAME: str
+    PARTS: tuple[str, ...]
+    run_one: Callable[..., Any]
+
+    def live_checks(self, live: Any, committed: Any) -> list[Check]: ...
+
+    def main(self, argv: Sequence[str] | None = None) -> None: ...
 
 
 class ReproductionError(AssertionError):

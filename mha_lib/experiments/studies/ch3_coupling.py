@@ -144,7 +144,7 @@ def _head_runs(
     return record, full_maps, task, inputs
 
 
-def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
+def run_one(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     """One seed: full, nudged and head-removed runs, and the two-layer ablation; also the
     full model's query maps ``(L, H, B, Q, T)`` for the seed-to-seed baseline."""
     with threads(1):
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parts, provs, lines = kept_parts(load_results(args.out), keep)
         print("\n".join(lines))
     for part, runner, seeds in (
-        ("short", run, SEEDS),
+        ("short", run_one, SEEDS),
         ("converged", run_converged, CONVERGED_SEEDS),
     ):
         if part not in only:

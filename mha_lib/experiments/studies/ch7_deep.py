@@ -36,7 +36,7 @@ Regenerate the committed results (about 20 minutes of CPU time) with::
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build reproduces
 the file bit for bit. Scores made 256 times larger magnify the kernels' last-bit differences
-even before the first step, so the checks (:func:`init_checks`, :func:`run_checks`) compare
+even before the first step, so the checks (:func:`init_checks`, :func:`live_checks`) compare
 such a start's gradient within a factor :data:`SCORES_FACTOR`, far below its effect.
 """
 
@@ -76,6 +76,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch7_deep.json"
+PARTS = ("init", "runs")
 BASE = ch7_init.BASE  # d_model 32, four heads, associative recall
 STEPS = ch7_init.BASE.steps  # 600, as the one-layer grid
 SEEDS = (0, 1, 2)
@@ -278,7 +279,7 @@ def trained(
     return model, result, probe
 
 
-def run(condition: DeepCondition, seed: int) -> dict[str, object]:
+def run_one(condition: DeepCondition, seed: int) -> dict[str, object]:
     """One seeded run: curve, gradient norms through training (before clipping; window
     summaries), per-layer q/k gradient, the heads' top weight at each probe, and what silencing
     each head costs at the end."""
@@ -497,7 +498,7 @@ def init_checks(
     return checks
 
 
-def run_checks(live: dict, committed: dict) -> list[Check]:
+def live_checks(live: dict, committed: dict) -> list[Check]:
     """A run of :func:`run` retrained now against the committed one: its first gradient norm
     (as :func:`init_checks`) and its final accuracy (within a point at the ceiling, else
     within :data:`CHAOTIC_TOLERANCE`)."""
@@ -524,7 +525,7 @@ def _job(item: tuple[str, DeepCondition, int]) -> tuple[str, dict[str, object]]:
     start = time.perf_counter()
     if part == "init":
         return part, at_init(condition, seed)
-    record = run(condition, seed)
+    record = run_one(condition, seed)
     seconds = time.perf_counter() - start
     accuracy = record["result"]["final_accuracy"]
     print(f"{condition.name}, seed {seed}: {accuracy:.3f} ({seconds:.0f} s)", flush=True)
@@ -538,7 +539,7 @@ def _cost(item: tuple[str, DeepCondition, int]) -> int:
 
 def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
     """Every part's work items: (part, condition, seed)."""
-    return {
+    return {  # in the order of PARTS
         "init": [("init", c, s) for c in init_conditions() for s in INIT_SEEDS],
         "runs": [("runs", c, s) for c in conditions() for s in SEEDS],
     }
@@ -546,7 +547,7 @@ def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     planned = jobs()
-    args = parse_args(__doc__, NAME, parts=tuple(planned), argv=argv)
+    args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     parts, provenances, todo = start_parts(args.out, planned, args.only)
     items = [item for group in todo.values() for item in group]
     start = time.perf_counter()

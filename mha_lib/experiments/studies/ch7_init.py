@@ -86,6 +86,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch7_init.json"
+PARTS: tuple[str, ...] = ()  # the study reruns whole: no --only
 BASE = Config(task="associative_recall", d_model=32, num_heads=4, num_layers=1, steps=600)
 SEEDS = (0, 1, 2, 3, 4)
 PROBES = 6  # probe diagnostics at step 0 and 6 more times, evenly spaced
@@ -224,7 +225,7 @@ def _trained(
     return model, result, probe
 
 
-def run(condition: Condition, seed: int) -> dict[str, object]:
+def run_one(condition: Condition, seed: int) -> dict[str, object]:
     """One seeded run of ``condition``: its curve, probe diagnostics, gradients, ablation."""
     config = condition.config()
     model, result, probe = _trained(condition, seed)
@@ -513,7 +514,7 @@ def condition_of(record: dict) -> Condition:
 def _job(item: tuple) -> tuple[str, dict[str, object]]:
     part, args = item
     start = time.perf_counter()
-    record = (sgd_lr_run if part == "sgd_lr" else run)(*args)
+    record = (sgd_lr_run if part == "sgd_lr" else run_one)(*args)
     if part == "sgd_lr":
         label, accuracy = f"Xavier, SGD at lr {record['lr']:g}", record["final_accuracy"]
     else:
