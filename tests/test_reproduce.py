@@ -297,3 +297,25 @@ def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
     assert record["cpu_capability"] == "DEFAULT" and record["threads"] == 1
     with pytest.raises(ValueError, match="module-level"):
         on_plain_kernels(lambda: 1)
+
+
+def test_every_study_runs_as_a_module(monkeypatch, capsys):
+    """``python -m mha_lib.experiments.studies.<name> --help`` for every study the package
+    lists (:func:`~mha_lib.experiments.studies.names`), and nothing else is a study."""
+    import runpy
+
+    from mha_lib.experiments import studies
+
+    names = studies.names()
+    assert "ch7_init" in names and "replicate" in names
+    for name in names:
+        module = f"{studies.__name__}.{name}"
+        monkeypatch.setattr(sys, "argv", [name, "--help"])
+        monkeypatch.delitem(sys.modules, module, raising=False)  # as a fresh `python -m`
+        with pytest.raises(SystemExit) as stop:
+            runpy.run_module(module, run_name="__main__")
+        assert stop.value.code == 0, name
+        assert "--out" in capsys.readouterr().out, name
+    with pytest.raises(ValueError, match="no study"):
+        studies.load("reproduce")
+

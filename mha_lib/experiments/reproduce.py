@@ -1,7 +1,8 @@
 """Committed results a reader can trust: where each part came from, and live checks that fail.
 
 Experiments too slow for a chapter are studies (:mod:`mha_lib.experiments.studies`), run
-from ``scripts/`` and committed as a small JSON file in ``scripts/results``
+as ``python -m mha_lib.experiments.studies.<name>`` and committed as a small JSON file in
+``scripts/results``
 (:func:`results_dir`). What every study's command line repeats lives here once: its options
 (:func:`parse_args`), its runs spread over processes (:func:`run_jobs`, :func:`run_all`),
 rounding for the file (:func:`rounded`), the parts a partial rerun keeps (:func:`start_parts`),
@@ -342,7 +343,7 @@ def start_parts(
     this run's provenance; with ``only``, the other parts are kept from ``path`` (a line per
     kept part is printed, see :func:`kept_parts`) and only the named parts are run.
     """
-    made = provenance(threads=1)  # the scripts train on one thread
+    made = provenance(threads=1)  # the studies train on one thread
     results: dict[str, list] = {name: [] for name in jobs}
     provs: dict[str, dict[str, object]] = {name: dict(made) for name in jobs}
     if not only:

@@ -18,7 +18,7 @@ what removing a head changes could be the speed of learning, not what is learned
 run sits near its ceiling: the same comparison at matched accuracy. Run from the repository
 root (a few minutes per part on 2 quiet cores)::
 
-    .venv/bin/python scripts/ch3_coupling.py [--only short|converged]
+    .venv/bin/python -m mha_lib.experiments.studies.ch3_coupling [--only short|converged]
 
 It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
 compares a retrained seed (:func:`live_run`) with the file, for the chapter and
@@ -356,3 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(part, r["seed"], r["full"]["accuracy"], [g["accuracy"] for g in r["removed"]])
     order = [name for part in PARTS for name in _WRITES[part] if name in parts]
     save_results(args.out, {n: parts[n] for n in order}, provs)
+
+
+if __name__ == "__main__":
+    main()

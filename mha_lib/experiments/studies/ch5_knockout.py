@@ -20,7 +20,7 @@ other heads of the same layers (``matched``) and of any layer under the read lay
 Run from the repository root (about fifteen minutes on 2 idle cores, an hour on a shared
 machine)::
 
-    HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch5_knockout.py
+    HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch5_knockout
 
 writes ``scripts/results/ch5_knockout.json`` with its provenance; :func:`live_checks`
 recomputes the intact model and the best direct-object head, zeroed and mean-ablated, for the

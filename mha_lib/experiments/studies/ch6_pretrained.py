@@ -3,7 +3,7 @@
 Run from the repository root (about three quarters of an hour on 2 cores; each of the eleven
 refits takes about a minute on its own, longer on a busy machine):
 
-    HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch6_pretrained.py
+    HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch6_pretrained
 
 writes ``scripts/results/ch6_pretrained.json`` on the word-sense test of
 `mha_lib.analysis.sense_eval`: the full model against its floor (every head masked) and the

@@ -10,7 +10,7 @@ model is shown to stay within :data:`MARGIN_POINTS` of the full one (an equivale
 paired by held-out sequence, `mha_lib.analysis.differences.compare`). Run from the
 repository root (a few minutes on 2 cores):
 
-    .venv/bin/python scripts/ch6_toy.py
+    .venv/bin/python -m mha_lib.experiments.studies.ch6_toy
 
 writes ``scripts/results/ch6_toy.json`` with its provenance. :func:`live_checks` compares a
 retrained seed with the file for the chapter and ``tests/test_committed_results.py``.

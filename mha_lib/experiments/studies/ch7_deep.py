@@ -32,7 +32,7 @@ silencing it costs less than :data:`UNUSED_POINTS` points.
 
 Regenerate the committed results (about 20 minutes of CPU time) with::
 
-    .venv/bin/python scripts/ch7_deep.py --processes 2 [--only init runs]
+    .venv/bin/python -m mha_lib.experiments.studies.ch7_deep --processes 2 [--only init runs]
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build reproduces
 the file bit for bit. Scores made 256 times larger magnify the kernels' last-bit differences

@@ -38,7 +38,7 @@ layer; :mod:`~.ch7_deep` stacks layers and gives explosion its chance.
 
 Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 
-    .venv/bin/python scripts/ch7_init.py --processes 2
+    .venv/bin/python -m mha_lib.experiments.studies.ch7_init --processes 2
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that

@@ -20,7 +20,8 @@ Parts (each a list of records, one per run):
 
 Run from the repository root (about half an hour on 2 quiet cores)::
 
-    nice .venv/bin/python scripts/ch9_sharing.py --processes 2 [--only hard uptrain ...]
+    nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sharing \
+        --processes 2 [--only hard uptrain ...]
 
 writes ``scripts/results/ch9_sharing.json`` with its provenance.
 """

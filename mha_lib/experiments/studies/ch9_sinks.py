@@ -21,7 +21,8 @@ The margins of the chapter's two verdicts are fixed here, before the runs:
 :data:`SINK_MARGIN` (when a head is a sink). Run from the repository root (6½ minutes of CPU
 in each of 2 processes; 66 minutes of wall time on 2 cores shared with a load of about 17)::
 
-    HF_HUB_OFFLINE=1 nice .venv/bin/python scripts/ch9_sinks.py --processes 2 [--only toy]
+    HF_HUB_OFFLINE=1 nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sinks \
+        --processes 2 [--only toy]
 
 writes ``scripts/results/ch9_sinks.json`` with its provenance.
 """
