@@ -484,6 +484,30 @@ class Arms(dict):
         return np.array([r["train"][key] for r in self.of(condition)], dtype=float)
 
 
+def glue_values(
+    arms: Arms, condition: Condition, against: np.ndarray | None = None
+) -> dict[str, float]:
+    """What chapter 7's pages glue about one condition, under :func:`key_of` keys: final
+    accuracy (%) as mean and sample sd over seeds (``acc_``, ``acc_sd_``), and the heads' mean
+    top weight and weight on the answer at the end (``top1_``, ``ans1_``). With ``against``
+    (another arm's finals, seed by seed: Xavier's), also the seeds' range (``acc_min_``,
+    ``acc_max_``), the mean difference from ``against`` (``diff_``), the top weight at
+    initialisation (``top0_``) and the q/k weight norm at initialisation and at the end
+    (``qkw0_``, ``qkw1_``)."""
+    key, acc = key_of(condition), arms.final(condition)
+    out = {f"acc_{key}": float(np.mean(acc)), f"acc_sd_{key}": float(np.std(acc, ddof=1))}
+    if against is not None:
+        out |= {f"acc_min_{key}": float(np.min(acc)), f"acc_max_{key}": float(np.max(acc)),
+                f"diff_{key}": float(np.mean(acc - against)),
+                f"top0_{key}": float(arms.probe(condition, "top_weight").mean())}  # fmt: skip
+    out |= {f"top1_{key}": float(arms.probe(condition, "top_weight", -1).mean()),
+            f"ans1_{key}": float(arms.probe(condition, "answer_weight", -1).mean())}  # fmt: skip
+    if against is not None:
+        out |= {f"qkw0_{key}": float(arms.probe(condition, "qk_weight").mean()),
+                f"qkw1_{key}": float(arms.probe(condition, "qk_weight", -1).mean())}  # fmt: skip
+    return out
+
+
 def pm(values: Sequence[float] | np.ndarray) -> str:
     """``mean ± sd`` over seeds (sample standard deviation), one decimal: a table cell."""
     values = np.asarray(values, dtype=float)
