@@ -290,6 +290,24 @@ def test_run_all_gives_the_results_in_the_items_order():
     assert run_all(operator.neg, [3, -1, 4, -1, 5], 2, longest_first=abs) == [-3, 1, -4, 1, -5]
 
 
+def test_run_parts_pools_every_part_and_keeps_each_parts_order():
+    import operator
+
+    from mha_lib.experiments.reproduce import run_parts
+
+    done = run_parts(operator.neg, {"a": [3, -1], "b": [4, -1, 5], "c": []}, 2, longest_first=abs)
+    assert done == {"a": [-3, 1], "b": [-4, 1, -5], "c": []}
+
+
+def test_plain_kernel_sample_returns_the_result_and_the_childs_provenance():
+    from mha_lib.experiments.reproduce import plain_kernel_sample
+
+    result, record = plain_kernel_sample(provenance, 3, threads=1)
+    assert result["threads"] == 3 and record["threads"] == 1  # the function's, the sample's
+    assert result["cpu_capability"] == record["cpu_capability"]  # both from the child
+    assert record["cpu_capability"] == "DEFAULT"
+
+
 def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
     from mha_lib.experiments.reproduce import on_plain_kernels
 

@@ -59,7 +59,7 @@ from mha_lib.experiments.post_norm import post_norm_
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
-    run_all,
+    run_parts,
     save_results,
     start_parts,
     threads,
@@ -520,16 +520,16 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 # --- the command line
 
 
-def _job(item: tuple[str, DeepCondition, int]) -> tuple[str, dict[str, object]]:
+def _job(item: tuple[str, DeepCondition, int]) -> dict[str, object]:
     part, condition, seed = item
     start = time.perf_counter()
     if part == "init":
-        return part, at_init(condition, seed)
+        return at_init(condition, seed)
     record = run_one(condition, seed)
     seconds = time.perf_counter() - start
     accuracy = record["result"]["final_accuracy"]
     print(f"{condition.name}, seed {seed}: {accuracy:.3f} ({seconds:.0f} s)", flush=True)
-    return part, record
+    return record
 
 
 def _cost(item: tuple[str, DeepCondition, int]) -> int:
@@ -549,11 +549,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     planned = jobs()
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     parts, provenances, todo = start_parts(args.out, planned, args.only)
-    items = [item for group in todo.values() for item in group]
     start = time.perf_counter()
-    for part, record in run_all(_job, items, args.processes, longest_first=_cost):
-        parts[part].append(record)
-    print(f"{len(items)} items in {time.perf_counter() - start:.0f} s", flush=True)
+    for part, records in run_parts(_job, todo, args.processes, longest_first=_cost).items():
+        parts[part] += records
+    items = sum(len(group) for group in todo.values())
+    print(f"{items} items in {time.perf_counter() - start:.0f} s", flush=True)
     save_results(args.out, parts, provenances, indent=None)
     print(f"wrote {args.out}")
 

@@ -68,11 +68,12 @@ from mha_lib.experiments.floors import (
 from mha_lib.experiments.head_health import ablation_accuracy
 from mha_lib.experiments.reproduce import (
     Check,
-    on_plain_kernels,
     parse_args,
+    plain_kernel_sample,
     provenance,
     rounded,
     run_all,
+    run_parts,
     save_results,
     threads,
 )
@@ -535,7 +536,7 @@ def condition_of(record: dict) -> Condition:
     return Condition(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
-def _job(item: tuple) -> tuple[str, dict[str, object]]:
+def _job(item: tuple) -> dict[str, object]:
     part, args = item
     start = time.perf_counter()
     record = (sgd_lr_run if part == "sgd_lr" else run_one)(*args)
@@ -545,7 +546,7 @@ def _job(item: tuple) -> tuple[str, dict[str, object]]:
         label, accuracy = record["condition"]["name"], record["result"]["final_accuracy"]
     seconds = time.perf_counter() - start
     print(f"{label}, seed {record['seed']}: {accuracy:.3f} ({seconds:.0f} s)", flush=True)
-    return part, record
+    return record
 
 
 def _steps(job: tuple) -> int:
@@ -553,26 +554,24 @@ def _steps(job: tuple) -> int:
     return BASE.steps if part == "sgd_lr" else args[0].steps
 
 
-def kernel_sample(processes: int) -> dict[str, object]:
-    """KERNEL_SAMPLE re-run as the checks compare it, with this process's provenance: what
-    :func:`main` runs on torch's plain-C kernels (:func:`~.reproduce.on_plain_kernels`)."""
+def kernel_sample(processes: int) -> list[dict[str, object]]:
+    """KERNEL_SAMPLE re-run as the checks compare it: what :func:`main` runs on torch's
+    plain-C kernels (:func:`~.reproduce.plain_kernel_sample`)."""
     done = run_all(_job, [("runs", job) for job in KERNEL_SAMPLE], processes, longest_first=_steps)
-    return {"runs": [checked_values(record) for _, record in done], "provenance": provenance(1)}
+    return [checked_values(record) for record in done]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, argv=argv)
-    jobs = [("runs", (c, s)) for c in conditions() for s in SEEDS]
-    jobs += [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]
-    out: dict[str, list] = {"runs": [], "sgd_lr": []}
-    for part, record in run_all(_job, jobs, args.processes, longest_first=_steps):
-        out[part].append(record)
+    jobs = {"runs": [("runs", (c, s)) for c in conditions() for s in SEEDS],
+            "sgd_lr": [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]}  # fmt: skip
+    out = run_parts(_job, jobs, args.processes, longest_first=_steps)
     made = provenance(threads=1)  # every run trains on one thread
-    default = on_plain_kernels(kernel_sample, args.processes)
+    default, default_provenance = plain_kernel_sample(kernel_sample, args.processes)
     parts = {"floors": as_stored(floors()), "runs": out["runs"], "sgd_lr": out["sgd_lr"],
-             "default_kernels": default["runs"]}  # fmt: skip
+             "default_kernels": default}  # fmt: skip
     provenances = {name: made for name in ("floors", "runs", "sgd_lr")}
-    provenances["default_kernels"] = default["provenance"]
+    provenances["default_kernels"] = default_provenance
     save_results(args.out, parts, provenances, indent=None)
     print(f"wrote {args.out}")
 
