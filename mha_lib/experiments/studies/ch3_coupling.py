@@ -1,6 +1,6 @@
 """Chapter 3's coupling experiment: does removing one head change what the others learn?
 
-For every seed of :data:`SEEDS` the script trains chapter 4's one-layer toy transformer
+For every seed of :data:`SEEDS` the study trains chapter 4's one-layer toy transformer
 (:data:`CONFIG`: associative recall, four heads) three ways from the same initial weights and
 the same batches: the full model; the full model again with every initial weight multiplied
 by ``1 + 1e-6`` (how far two runs that differ only in rounding drift apart: the floor of the

@@ -66,7 +66,7 @@ def train_one(config: dict[str, int]) -> tuple[PlantedHeads, dict[str, object]]:
 
 
 def run_one(config: dict[str, int]) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the script stores)."""
+    """The JSON record of :func:`train_one` (what the study stores)."""
     return train_one(config)[1]
 
 

@@ -102,7 +102,7 @@ def train_one(config: Config, seed: int) -> tuple[torch.nn.Module, dict[str, obj
 
 
 def run_one(config: Config, seed: int) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the script stores)."""
+    """The JSON record of :func:`train_one` (what the study stores)."""
     return train_one(config, seed)[1]
 
 

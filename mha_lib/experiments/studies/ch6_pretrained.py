@@ -21,7 +21,7 @@ single-head ablation and the full model (``one_head["full_correct"]``); the refi
 change is tested from its mean and paired standard error, all a paired t test reads
 (`mha_lib.analysis.differences.from_stderr`).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
-(commit, torch, CPU capability, threads); the script prints where each kept part came from.
+(commit, torch, CPU capability, threads); its command line prints where each kept part came from.
 :func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
 """
 

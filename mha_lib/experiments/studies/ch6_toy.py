@@ -1,6 +1,6 @@
 """Chapter 6's toy model over several seeds: which heads matter, and what pruning costs.
 
-The chapter trains one seed live; this script trains every seed of :data:`SEEDS` and, for
+The chapter trains one seed live; this study trains every seed of :data:`SEEDS` and, for
 each, records head importance, single-head ablation (with its standard error), pruning
 curves (by importance, in reverse and in random orders), one head per layer (by importance
 and the best one, found by trying each), what each head does (the attention its queries put on

@@ -2,7 +2,7 @@
 
 The source article's anecdote: a head "kept not responding"; the cause was "an
 initialisation too large, causing gradient explosion"; Xavier initialisation fixed it.
-This script trains chapter 4's one-layer, four-head toy transformer on associative recall
+This study trains chapter 4's one-layer, four-head toy transformer on associative recall
 and varies one thing at a time, so that the stories can be told apart:
 
 - *which weights* start large: the query and key projections (``qk``: the scores grow
@@ -44,7 +44,7 @@ Runs are seeded and use one thread each, so a rerun on the same CPU and torch bu
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that
 starts saturated turns them into a different curve; :func:`live_checks` therefore
 compares what is robust, and the chapter and ``tests/test_committed_results.py``
-re-train runs and assert it. To measure that gap, the script re-runs :data:`KERNEL_SAMPLE`
+re-train runs and assert it. To measure that gap, the study re-runs :data:`KERNEL_SAMPLE`
 in a child process on torch's plain-C kernels (``ATEN_CPU_CAPABILITY=default``) and keeps
 what the checks compare (the ``default_kernels`` part, with its own provenance).
 """
