@@ -29,8 +29,9 @@ import numpy as np
 import pytest
 import torch
 
-from mha_lib.experiments.reproduce import ReproductionError, load_results, verify
-from mha_lib.experiments.studies import (
+from mha_lib.experiments import studies
+from mha_lib.experiments.reproduce import ReproductionError, Study, load_results, verify
+from mha_lib.experiments.studies import (  # the studies the pages' checks below name
     ch3_coupling,
     ch4_onekey,
     ch4_planted,
@@ -38,7 +39,6 @@ from mha_lib.experiments.studies import (
     ch5_knockout,
     ch6_pretrained,
     ch6_toy,
-    ch7_deep,
     ch7_init,
     ch9_sharing,
     ch9_sinks,
@@ -50,28 +50,24 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RESULTS = SCRIPTS / "results"
 
 
-STUDIES = {
-    study.NAME.removesuffix(".json"): study
-    for study in (
-        ch3_coupling,
-        ch4_onekey,
-        ch4_planted,
-        ch4_sweep,
-        ch5_knockout,
-        ch6_pretrained,
-        ch6_toy,
-        ch7_deep,
-        ch7_init,
-        ch9_sharing,
-        ch9_sinks,
-        replicate,
-    )
-}
+STUDIES = studies.all_studies()  # every module of the studies package, found there
 
 
 def study_module(name):
-    """The study behind ``scripts/<name>.py``."""
+    """The study ``python -m mha_lib.experiments.studies.<name>`` runs."""
     return STUDIES[name]
+
+
+def test_every_study_shares_one_interface_and_commits_its_file():
+    """Each module of the package is a :class:`Study` named after its committed file, with
+    one ``live_checks(live, committed)``."""
+    assert len(STUDIES) >= 12
+    for name, study in STUDIES.items():
+        assert isinstance(study, Study), name
+        assert study.NAME == f"{name}.json", name
+        assert load_results(RESULTS / study.NAME), name
+        assert isinstance(study.PARTS, tuple), name
+        assert list(inspect.signature(study.live_checks).parameters) == ["live", "committed"]
 
 
 def perturbed(check, factor=1.01):
@@ -123,7 +119,7 @@ def test_ch7_init_chaotic_run_reproduces_what_is_robust(ch7):
     runs = load_results(RESULTS / "ch7_init.json")["runs"]
     condition = ch7.Condition(scale=ch7.BIG)  # q/k of every head 16 times too large
     entry = next(r for r in runs if r["condition"]["name"] == condition.name and r["seed"] == 1)
-    checks = verify(ch7.live_checks(ch7.run(condition, 1), entry))
+    checks = verify(ch7.live_checks(ch7.run_one(condition, 1), entry))
     # Every check at initialisation catches a 1 % change of the committed numbers ...
     at_init = [c for c in checks if "final accuracy" not in c.what]
     assert len(at_init) == len(checks) - 1
@@ -157,7 +153,7 @@ def test_ch7_init_runs_reproduce_at_initialisation(ch7):
     for check in checks:
         assert not perturbed(check).holds, check.what
     # The same numbers as the slower check that retrains whole runs.
-    whole = ch7.live_checks(ch7.run(*ch7.LIVE_SAMPLE[0]), runs[0])
+    whole = ch7.live_checks(ch7.run_one(*ch7.LIVE_SAMPLE[0]), runs[0])
     quick = checks[: len(ch7.CHECKED) + 1]
     assert [c.live for c in quick] == [c.live for c in whole[: len(quick)]]
 
@@ -212,7 +208,7 @@ def test_ch6_pretrained_sample_reproduces():
         assert inspect.getsource(ch6.live_checks).count('committed["importance"]') == 1
         checks = _assert_caught(
             "06b_pruning_a_pretrained_model",
-            lambda live, data: ch6.live_checks(s, data, importance, float(refit), pruned),
+            lambda live, data: ch6.live_checks(ch6.Live(s, importance, float(refit), pruned), data),
         )
     verify(checks)
     assert any("refitted" in c.what for c in checks) and any("bag" in c.what for c in checks)
@@ -371,7 +367,7 @@ def test_ch7_deep_one_layer_run_reproduces():
     committed = next(
         r for r in runs if (r["condition"]["name"], r["seed"]) == (condition.name, seed)
     )
-    checks = verify(deep.run_checks(deep.run(condition, seed), committed))
+    checks = verify(deep.live_checks(deep.run_one(condition, seed), committed))
     assert not perturbed(checks[0]).holds  # the first gradient, at Xavier's scale
 
 
@@ -394,7 +390,7 @@ def test_ch5_knockout_intact_model_and_object_head_reproduce():
     head = study.chosen_heads(s, "dobj", 1)
     probes = {a: study.read(s, head, a) for a in study.ABLATIONS}
     outputs = {a: study.output(s, head, a) for a in study.ABLATIONS}
-    checks = verify(study.live_checks(s, data, probes, outputs))
+    checks = verify(study.live_checks(study.Live(s, probes, outputs), data))
     # The overall accuracies (intact, zeroed, mean-ablated; two read-outs) and the output
     # distances are large enough that a 1 % change of them is caught.
     caught = [c for c in checks if ", all:" in c.what or "distance" in c.what]
@@ -403,7 +399,7 @@ def test_ch5_knockout_intact_model_and_object_head_reproduce():
         assert not perturbed(check).holds, check.what
     # The page's own call (CARRIERS) catches its number (PERTURBED) changed by 1 %.
     _assert_caught("05c_heads_as_parsers",
-                   lambda live, data: study.live_checks(s, data, probes, outputs))
+                   lambda live, data: study.live_checks(study.Live(s, probes, outputs), data))
 
 
 def test_ch5_knockout_file_covers_every_head_and_draw():
@@ -641,11 +637,9 @@ def _ch7_live_sample(live, data):
 
 
 def _sinks_at_init(live, data):
-    first = {(r["arm"], r["seed"]): r for r in data["toy"]}
-    checks = []
-    for arm in ("recall", ch9_sinks.POSITIVE_CONTROL):
-        checks += ch9_sinks.sink_checks(ch9_sinks.toy_at_init(arm, 0), first[arm, 0])
-    return checks
+    at_init = {(arm, 0): ch9_sinks.toy_at_init(arm, 0)
+               for arm in ("recall", ch9_sinks.POSITIVE_CONTROL)}  # fmt: skip
+    return ch9_sinks.live_checks({"toy": at_init}, data)
 
 
 # What carries each page's PERTURBED number into its `verify`: the study, the call as the page
@@ -673,13 +667,13 @@ CARRIERS = {
     "04d_sharper_heads_and_self_attention": (
         ch4_sweep, "sweep.live_checks(record, entry)", _sweep_live),
     "05c_heads_as_parsers": (
-        ch5_knockout, "knockout_study.live_checks(knock, ko_file, without, without_out)", None),
+        ch5_knockout, "knockout_study.live_checks(ko_live, ko_file)", None),
     "06_pruning_heads": (
         ch6_toy, "toy_study.live_checks(live, runs[0])",
         lambda live, data: ch6_toy.live_checks(live["runs"][0], data["runs"][0])),
     "06b_pruning_a_pretrained_model": (
         ch6_pretrained,
-        "bert_study.live_checks(s, bert_file, bert_imp, float(refit_half.float().mean()), half)",
+        "bert_study.live_checks(bert_live, bert_file)",
         None),
     "07_engineering_tradeoffs": (
         ch4_sweep, "ch4_sweep.prefix_checks(sweep_file)", _sweep_prefix),
@@ -687,11 +681,11 @@ CARRIERS = {
         ch7_init, "study.initial_checks(results['runs'])",
         lambda live, data: ch7_init.initial_checks(data["runs"])),
     "07c_one_dead_head": (
-        ch7_init, "study.live_checks(study.run(condition, seed), committed)", _ch7_live_sample),
+        ch7_init, "study.live_checks(study.run_one(condition, seed), committed)", _ch7_live_sample),
     "09_what_later_models_share": (
         ch9_sharing, "study.live_checks(live, sharing['check'])",
         lambda live, data: ch9_sharing.live_checks(live["check"], data["check"])),
-    "09b_attention_sinks": (ch9_sinks, "study.sink_checks(live, first[arm, 0])", _sinks_at_init),
+    "09b_attention_sinks": (ch9_sinks, "study.live_checks(live, sinks)", _sinks_at_init),
     "10_run_it_on_your_model": (replicate, "study.live_checks(live, record)", None),
 }  # fmt: skip
 # Pages run whole with their number changed, end to end: that a page reads its own checkout's

@@ -7,6 +7,7 @@ import json
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 import torch
 
@@ -431,6 +432,36 @@ def test_arms_read_runs_by_condition_in_seed_order():
     assert key_of(Condition(scale=16.0, projections=("q", "k", "v"), steps=3000)) == "16_qkv_long"
     assert key_of(Condition(scale=2.5, projections=("v",))) == "2_5_v"
     assert condition_of(arms[big.name][0]) == big
+
+
+def test_glue_values_of_a_condition_by_hand():
+    from mha_lib.experiments.studies.ch7_init import Arms, Condition, glue_values
+
+    big = Condition(scale=16.0, heads=(0,))
+
+    def record(seed, accuracy, top, answer, qk):
+        # two probe steps (init, end), two heads
+        return {"condition": {**dataclasses.asdict(big), "name": big.name}, "seed": seed,
+                "result": {"final_accuracy": accuracy},
+                "probe": {"top_weight": top, "answer_weight": answer, "qk_weight": qk}}  # fmt: skip
+
+    arms = Arms([
+        record(0, 0.50, [[1.0, 0.5], [0.75, 0.25]], [[0, 0], [0.5, 0.25]], [[4, 2], [8, 6]]),
+        record(1, 0.25, [[0.5, 0.0], [0.25, 0.75]], [[0, 0], [0.25, 0.0]], [[2, 0], [6, 4]]),
+    ])  # fmt: skip
+    # finals 50 and 25 %: mean 37.5, sample sd 25 / sqrt(2); top weight at the end: mean of
+    # 0.75, 0.25, 0.25, 0.75 = 0.5; on the answer: (0.5 + 0.25 + 0.25 + 0) / 4 = 0.25
+    short = glue_values(arms, big)
+    assert short == pytest.approx({"acc_16_qk_h0": 37.5, "acc_sd_16_qk_h0": 25 / 2**0.5,
+                                   "top1_16_qk_h0": 0.5, "ans1_16_qk_h0": 0.25})  # fmt: skip
+    assert list(short) == ["acc_16_qk_h0", "acc_sd_16_qk_h0", "top1_16_qk_h0", "ans1_16_qk_h0"]
+    # against Xavier's 40 and 20 %: differences 10 and 5, mean 7.5; top weight at init 0.5;
+    # q/k weight at init (4 + 2 + 2 + 0) / 4 = 2, at the end (8 + 6 + 6 + 4) / 4 = 6
+    full = glue_values(arms, big, against=np.array([40.0, 20.0]))
+    assert full == pytest.approx({**short, "acc_min_16_qk_h0": 25.0, "acc_max_16_qk_h0": 50.0,
+                                  "diff_16_qk_h0": 7.5, "top0_16_qk_h0": 0.5,
+                                  "qkw0_16_qk_h0": 2.0, "qkw1_16_qk_h0": 6.0})  # fmt: skip
+    assert all(type(v) is float for v in full.values())
 
 
 # --- the deep study: which weights, how deep, which optimizer

@@ -290,6 +290,24 @@ def test_run_all_gives_the_results_in_the_items_order():
     assert run_all(operator.neg, [3, -1, 4, -1, 5], 2, longest_first=abs) == [-3, 1, -4, 1, -5]
 
 
+def test_run_parts_pools_every_part_and_keeps_each_parts_order():
+    import operator
+
+    from mha_lib.experiments.reproduce import run_parts
+
+    done = run_parts(operator.neg, {"a": [3, -1], "b": [4, -1, 5], "c": []}, 2, longest_first=abs)
+    assert done == {"a": [-3, 1], "b": [-4, 1, -5], "c": []}
+
+
+def test_plain_kernel_sample_returns_the_result_and_the_childs_provenance():
+    from mha_lib.experiments.reproduce import plain_kernel_sample
+
+    result, record = plain_kernel_sample(provenance, 3, threads=1)
+    assert result["threads"] == 3 and record["threads"] == 1  # the function's, the sample's
+    assert result["cpu_capability"] == record["cpu_capability"]  # both from the child
+    assert record["cpu_capability"] == "DEFAULT"
+
+
 def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
     from mha_lib.experiments.reproduce import on_plain_kernels
 
@@ -297,3 +315,25 @@ def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
     assert record["cpu_capability"] == "DEFAULT" and record["threads"] == 1
     with pytest.raises(ValueError, match="module-level"):
         on_plain_kernels(lambda: 1)
+
+
+def test_every_study_runs_as_a_module(monkeypatch, capsys):
+    """``python -m mha_lib.experiments.studies.<name> --help`` for every study the package
+    lists (:func:`~mha_lib.experiments.studies.names`), and nothing else is a study."""
+    import runpy
+
+    from mha_lib.experiments import studies
+
+    names = studies.names()
+    assert "ch7_init" in names and "replicate" in names
+    for name in names:
+        module = f"{studies.__name__}.{name}"
+        monkeypatch.setattr(sys, "argv", [name, "--help"])
+        monkeypatch.delitem(sys.modules, module, raising=False)  # as a fresh `python -m`
+        with pytest.raises(SystemExit) as stop:
+            runpy.run_module(module, run_name="__main__")
+        assert stop.value.code == 0, name
+        assert "--out" in capsys.readouterr().out, name
+    with pytest.raises(ValueError, match="no study"):
+        studies.load("reproduce")
+

@@ -1,11 +1,14 @@
 """Committed results a reader can trust: where each part came from, and live checks that fail.
 
 Experiments too slow for a chapter are studies (:mod:`mha_lib.experiments.studies`), run
-from ``scripts/`` and committed as a small JSON file in ``scripts/results``
+as ``python -m mha_lib.experiments.studies.<name>`` and committed as a small JSON file in
+``scripts/results``
 (:func:`results_dir`). What every study's command line repeats lives here once: its options
-(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`, :func:`run_all`),
+(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`, :func:`run_all`,
+:func:`run_parts`),
 rounding for the file (:func:`rounded`), the parts a partial rerun keeps (:func:`start_parts`),
-and a sample re-run on torch's plain-C kernels (:func:`on_plain_kernels`).
+and a sample re-run on torch's plain-C kernels (:func:`on_plain_kernels`,
+:func:`plain_kernel_sample`).
 Two things keep such a file honest:
 
 * **Provenance.** Every part of the file records the git commit, torch version, CPU
@@ -40,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -58,6 +61,27 @@ EXCLUDED_PATHS = ("scripts/results",)
 RESULTS_ENV = "MHA_RESULTS_DIR"
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
+
+
+@runtime_checkable
+class Study(Protocol):
+    """What every module of :mod:`mha_lib.experiments.studies` is: one study, one file.
+
+    ``NAME`` is its file in :func:`results_dir`; ``PARTS`` the parts of that file that
+    ``--only`` reruns separately (empty for a study that reruns whole); ``run_one`` runs one
+    item of its grid (its arguments are the study's own: a seed, a configuration and a seed,
+    a part); ``live_checks(live, committed)`` compares what a page recomputed now (``live``)
+    with the file or the part of it that the page reads (``committed``) and returns the
+    :class:`Check` s that :func:`verify` asserts; ``main(argv)`` is its command line,
+    ``python -m mha_lib.experiments.studies.<name>``."""
+
+    NAME: str
+    PARTS: tuple[str, ...]
+    run_one: Callable[..., Any]
+
+    def live_checks(self, live: Any, committed: Any) -> list[Check]: ...
+
+    def main(self, argv: Sequence[str] | None = None) -> None: ...
 
 
 class ReproductionError(AssertionError):
@@ -222,6 +246,21 @@ def run_all(
     return [done[i] for i in range(len(items))]
 
 
+def run_parts(
+    job: Callable[[_Item], _Result],
+    jobs: Mapping[str, Sequence[_Item]],
+    processes: int,
+    *,
+    longest_first: Callable[[_Item], float] | None = None,
+) -> dict[str, list[_Result]]:
+    """Every part's items (``jobs``: part name -> its items) through ``job`` in one pool of
+    ``processes`` (:func:`run_all`, so the longest of all parts start first): each part's
+    results, in the order of its items."""
+    items = [item for group in jobs.values() for item in group]
+    done = iter(run_all(job, items, processes, longest_first=longest_first))
+    return {part: [next(done) for _ in group] for part, group in jobs.items()}
+
+
 PLAIN_KERNELS = "default"  # ATEN_CPU_CAPABILITY for torch's plain-C kernels
 
 
@@ -250,6 +289,25 @@ def on_plain_kernels(function: Callable[..., object], *args: object) -> object:
             check=True,
         )
         return json.loads(out.read_text())
+
+
+def plain_kernel_sample(
+    function: Callable[..., object], *args: object, threads: int = 1
+) -> tuple[object, dict[str, object]]:
+    """A sample re-run on torch's plain-C kernels for a result file's own part:
+    ``function(*args)`` run by :func:`on_plain_kernels`, and the provenance of the child that
+    ran it (its CPU capability is the plain kernels'; ``threads``: what each run used)."""
+    module, name = function.__module__, function.__qualname__
+    done = on_plain_kernels(_with_provenance, module, name, threads, *args)
+    assert isinstance(done, dict)
+    return done["result"], done["provenance"]
+
+
+def _with_provenance(module: str, name: str, threads: int, *args: object) -> dict[str, object]:
+    import importlib
+
+    function = getattr(importlib.import_module(module), name)
+    return {"result": function(*args), "provenance": provenance(threads)}
 
 
 def save_results(
@@ -321,7 +379,7 @@ def start_parts(
     this run's provenance; with ``only``, the other parts are kept from ``path`` (a line per
     kept part is printed, see :func:`kept_parts`) and only the named parts are run.
     """
-    made = provenance(threads=1)  # the scripts train on one thread
+    made = provenance(threads=1)  # the studies train on one thread
     results: dict[str, list] = {name: [] for name in jobs}
     provs: dict[str, dict[str, object]] = {name: dict(made) for name in jobs}
     if not only:

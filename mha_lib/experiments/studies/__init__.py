@@ -1,11 +1,16 @@
 """The studies too slow for a chapter: each module is one, whose results the book commits.
 
 A study module holds its whole design in one place: the grid it runs (configurations,
-seeds), the runner for one item, what each run records, ``NAME`` (its file in
-``scripts/results``), ``main`` (its command line, which ``scripts/<name>.py`` calls), and
-``live_checks``: what a run retrained now must share with the file, within tolerances that
-hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
+seeds), what each run records, and the interface every study shares
+(:class:`~mha_lib.experiments.reproduce.Study`): ``NAME`` (its file in ``scripts/results``),
+``PARTS`` (the parts ``--only`` reruns), ``run_one`` (the runner for one item), ``main`` (its
+command line, ``python -m mha_lib.experiments.studies.<name>``), and
+``live_checks(live, committed)``: what a run retrained now must share with the file, within
+tolerances that hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
 ``tests/test_committed_results.py`` import a study to retrain a sample and verify it.
+
+Every module of this package is one study, and this package is the only list of them:
+:func:`names` finds them, :func:`load` imports one, :func:`all_studies` every one.
 
 - :mod:`~.ch3_coupling`: does removing one head change what the others learn?
 - :mod:`~.ch4_sweep`: the number of heads at a fixed width, several seeds;
@@ -21,3 +26,26 @@ hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
 - :mod:`~.ch9_sinks`: what MiniLM's sink heads take from ``[CLS]``/``[SEP]``, and when a causal
   toy grows a sink (a positive control beside it).
 """
+
+import importlib
+import pkgutil
+from typing import cast
+
+from mha_lib.experiments.reproduce import Study
+
+
+def names() -> tuple[str, ...]:
+    """Every study's module name, sorted: the modules of this package."""
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)))
+
+
+def load(name: str) -> Study:
+    """The study ``name`` (a module of this package), imported."""
+    if name not in names():
+        raise ValueError(f"no study {name!r}; the studies are {list(names())}")
+    return cast(Study, importlib.import_module(f"{__name__}.{name}"))
+
+
+def all_studies() -> dict[str, Study]:
+    """Every study by its module name, in :func:`names`' order."""
+    return {name: load(name) for name in names()}

@@ -1,6 +1,6 @@
 """Chapter 3's coupling experiment: does removing one head change what the others learn?
 
-For every seed of :data:`SEEDS` the script trains chapter 4's one-layer toy transformer
+For every seed of :data:`SEEDS` the study trains chapter 4's one-layer toy transformer
 (:data:`CONFIG`: associative recall, four heads) three ways from the same initial weights and
 the same batches: the full model; the full model again with every initial weight multiplied
 by ``1 + 1e-6`` (how far two runs that differ only in rounding drift apart: the floor of the
@@ -18,7 +18,7 @@ what removing a head changes could be the speed of learning, not what is learned
 run sits near its ceiling: the same comparison at matched accuracy. Run from the repository
 root (a few minutes per part on 2 quiet cores)::
 
-    .venv/bin/python scripts/ch3_coupling.py [--only short|converged]
+    .venv/bin/python -m mha_lib.experiments.studies.ch3_coupling [--only short|converged]
 
 It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
 compares a retrained seed (:func:`live_run`) with the file, for the chapter and
@@ -144,7 +144,7 @@ def _head_runs(
     return record, full_maps, task, inputs
 
 
-def run(seed: int) -> tuple[dict[str, object], torch.Tensor]:
+def run_one(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     """One seed: full, nudged and head-removed runs, and the two-layer ablation; also the
     full model's query maps ``(L, H, B, Q, T)`` for the seed-to-seed baseline."""
     with threads(1):
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parts, provs, lines = kept_parts(load_results(args.out), keep)
         print("\n".join(lines))
     for part, runner, seeds in (
-        ("short", run, SEEDS),
+        ("short", run_one, SEEDS),
         ("converged", run_converged, CONVERGED_SEEDS),
     ):
         if part not in only:
@@ -356,3 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(part, r["seed"], r["full"]["accuracy"], [g["accuracy"] for g in r["removed"]])
     order = [name for part in PARTS for name in _WRITES[part] if name in parts]
     save_results(args.out, {n: parts[n] for n in order}, provs)
+
+
+if __name__ == "__main__":
+    main()

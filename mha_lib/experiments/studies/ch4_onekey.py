@@ -16,7 +16,7 @@ schedule) on :data:`LONG_SEEDS`: do dead tokens revive with more training?
 
 Regenerate with::
 
-    .venv/bin/python scripts/ch4_onekey.py --processes 2
+    .venv/bin/python -m mha_lib.experiments.studies.ch4_onekey --processes 2
 
 (about 15 minutes on 2 free cores, far longer on busy ones; every part records its
 provenance). The chapter
@@ -277,3 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         out[name].sort(key=_key)
         save_results(args.out, rounded(out, decimals=6), provs, indent=None)
     print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ parameters so that each puts its weight on the right key. Too long for a noteboo
 of 500 steps on 512 × 512 projections), so it runs here and writes a small JSON the chapter
 reads. Regenerate with::
 
-    .venv/bin/python scripts/ch4_planted.py --processes 2
+    .venv/bin/python -m mha_lib.experiments.studies.ch4_planted --processes 2
 
 (about 20 minutes on 2 busy cores; every part records its provenance). Every run is seeded
 and uses one thread, so the numbers are bit-identical on the same CPU and torch build. The
@@ -66,7 +66,7 @@ def train_one(config: dict[str, int]) -> tuple[PlantedHeads, dict[str, object]]:
 
 
 def run_one(config: dict[str, int]) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the script stores)."""
+    """The JSON record of :func:`train_one` (what the study stores)."""
     return train_one(config)[1]
 
 
@@ -149,3 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         out[name].sort(key=_key)
         save_results(args.out, out, provs, indent=None)
     print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,7 @@
 Too long for a notebook (45 runs of up to 4000 steps), so it runs here and
 writes a small JSON the chapter reads. Regenerate with::
 
-    .venv/bin/python scripts/ch4_sweep.py --processes 2
+    .venv/bin/python -m mha_lib.experiments.studies.ch4_sweep --processes 2
 
 (about 45 minutes on 2 busy cores; the file is rewritten after every run, and each
 part records its provenance: commit, torch, CPU capability, threads). Every run is
@@ -102,7 +102,7 @@ def train_one(config: Config, seed: int) -> tuple[torch.nn.Module, dict[str, obj
 
 
 def run_one(config: Config, seed: int) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the script stores)."""
+    """The JSON record of :func:`train_one` (what the study stores)."""
     return train_one(config, seed)[1]
 
 
@@ -261,3 +261,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         out[name].append(record)
         save_results(args.out, rounded(_sorted(out), decimals=6), provs, indent=None)
     print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,7 @@ other heads of the same layers (``matched``) and of any layer under the read lay
 Run from the repository root (about fifteen minutes on 2 idle cores, an hour on a shared
 machine)::
 
-    HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch5_knockout.py
+    HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch5_knockout
 
 writes ``scripts/results/ch5_knockout.json`` with its provenance; :func:`live_checks`
 recomputes the intact model and the best direct-object head, zeroed and mean-ablated, for the
@@ -58,6 +58,7 @@ from mha_lib.experiments.reproduce import (
 )
 
 NAME = "ch5_knockout.json"
+PARTS: tuple[str, ...] = ()  # the study reruns whole: no --only
 RELATIONS = ("dobj", "nsubj")  # the relations whose heads are switched off
 SIZES = (1, 3)  # the best head, the best three
 DRAWS = 30  # control sets of three heads, per relation and kind
@@ -512,15 +513,21 @@ def table_rows(committed: dict, r: Readings) -> dict[str, list[list[str]]]:
     return {"roles": roles, "output": output}
 
 
-def live_checks(
-    s: Setup,
-    committed: dict,
-    dobj: dict[str, dict[str, torch.Tensor]],
-    dobj_out: dict[str, dict[str, torch.Tensor]],
-) -> list[Check]:
+@dataclass(frozen=True)
+class Live:
+    """What a page recomputes for :func:`live_checks`: the setup (its intact model) and the
+    best direct-object head switched off both ways (``dobj[ablation]``: :func:`read` with it;
+    ``dobj_out[ablation]``: :func:`output`)."""
+
+    setup: Setup
+    dobj: dict[str, dict[str, torch.Tensor]]
+    dobj_out: dict[str, dict[str, torch.Tensor]]
+
+
+def live_checks(live: Live, committed: dict) -> list[Check]:
     """The intact model's role accuracies and output distances, the heads chosen, and the best
-    direct-object head switched off both ways (``dobj[ablation]``: :func:`read` with it;
-    ``dobj_out[ablation]``: :func:`output`), against the file."""
+    direct-object head switched off both ways (:class:`Live`), against the file."""
+    s, dobj, dobj_out = live.setup, live.dobj, live.dobj_out
     live_intact = summary(s, s.intact)
     head = chosen_heads(s, "dobj", 1)
     checks = [
@@ -538,12 +545,12 @@ def live_checks(
                                 live_intact[readout][role], committed["intact"][readout][role],
                                 TOLERANCE))  # fmt: skip
     for ablation in ABLATIONS:
-        live = summary(s, dobj[ablation])
+        off = summary(s, dobj[ablation])
         entry = arm(committed, "dobj", 1, ablation)
         for readout in ("frozen", "refit"):
             for role in ("all", "dobj", "nsubj"):
                 checks.append(Check(f"{name} off ({ablation}), {readout} probe, {role}: "
-                                    "accuracy per layer", live[readout][role],
+                                    "accuracy per layer", off[readout][role],
                                     entry["result"][readout][role], TOLERANCE))  # fmt: skip
         for measure, value in out_summary(dobj_out[ablation]).items():
             checks.append(Check(f"{name} off ({ablation}), output: mean {measure} distance",
@@ -559,10 +566,10 @@ def live_checks(
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, processes=None, threads=2, argv=argv)
     with threads(args.threads):
-        run(args)
+        _run(args)
 
 
-def _run(
+def run_one(
     s: Setup, heads: Sequence[tuple[int, int]], ablation: str, with_output: bool = True
 ) -> dict:
     """One run: the probes' accuracies and (``with_output``) the output test's distances."""
@@ -573,7 +580,7 @@ def _run(
     return out
 
 
-def run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     start = time.perf_counter()
     made = provenance()
@@ -594,7 +601,7 @@ def run(args: argparse.Namespace) -> None:
     for ablation in ABLATIONS:
         for layer in range(num_layers):
             for head in range(num_heads):
-                single.append(_run(s, [(layer, head)], ablation))
+                single.append(run_one(s, [(layer, head)], ablation))
             print(f"single heads of layer {layer} ({ablation}): "
                   f"{time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
     result["single"] = single
@@ -623,7 +630,7 @@ def run(args: argparse.Namespace) -> None:
                 ):  # fmt: skip
                     for d, other in enumerate(sets):
                         out.append({"relation": relation, "k": k, "draw": d,
-                                    **_run(s, other, ablation, with_output=False)})  # fmt: skip
+                                    **run_one(s, other, ablation, with_output=False)})  # fmt: skip
                     print(f"{relation}, {k} heads, {kind} ({ablation}): "
                           f"{time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
     result.update(chosen=chosen, matched=matched, random=drawn)

@@ -3,7 +3,7 @@
 Run from the repository root (about three quarters of an hour on 2 cores; each of the eleven
 refits takes about a minute on its own, longer on a busy machine):
 
-    HF_HUB_OFFLINE=1 .venv/bin/python scripts/ch6_pretrained.py
+    HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch6_pretrained
 
 writes ``scripts/results/ch6_pretrained.json`` on the word-sense test of
 `mha_lib.analysis.sense_eval`: the full model against its floor (every head masked) and the
@@ -21,7 +21,7 @@ single-head ablation and the full model (``one_head["full_correct"]``); the refi
 change is tested from its mean and paired standard error, all a paired t test reads
 (`mha_lib.analysis.differences.from_stderr`).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
-(commit, torch, CPU capability, threads); the script prints where each kept part came from.
+(commit, torch, CPU capability, threads); its command line prints where each kept part came from.
 :func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
 """
 
@@ -31,6 +31,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -311,19 +312,26 @@ def embedding_part(s: Setup) -> dict[str, object]:
     return out
 
 
-def live_checks(
-    s: Setup,
-    committed: dict,
-    importance: torch.Tensor,
-    refit_accuracy: float,
-    refit_pruned: int = 0,
-) -> list[Check]:
-    """Recompute a sample of the committed file: a probe refitted live (``refit_accuracy``,
-    its evaluation accuracy, on the full model, or after pruning ``refit_pruned`` heads in the
-    importance curve's order, as :data:`LIVE_REFIT`), the attention-free baselines at their
-    committed C, then, with the committed probe in ``s``, accuracy and loss,
-    the importance scores (``importance``, computed by the caller on the scoring items), the
-    largest single-head ablation, and the first step of the importance pruning curve."""
+@dataclass(frozen=True)
+class Live:
+    """What a page recomputes for :func:`live_checks`: the setup ``setup`` (with the committed
+    probe), the importance scores (``importance``, on the scoring items) and a probe refitted
+    live (``refit_accuracy``, its evaluation accuracy, on the full model, or after pruning
+    ``refit_pruned`` heads in the importance curve's order, as :data:`LIVE_REFIT`)."""
+
+    setup: Setup
+    importance: torch.Tensor
+    refit_accuracy: float
+    refit_pruned: int = 0
+
+
+def live_checks(live: Live, committed: dict) -> list[Check]:
+    """Recompute a sample of the committed file: the probe refitted live (:class:`Live`), the
+    attention-free baselines at their committed C, then, with the committed probe, accuracy and
+    loss, the importance scores, the largest single-head ablation, and the first step of the
+    importance pruning curve."""
+    s, importance = live.setup, live.importance
+    refit_accuracy, refit_pruned = live.refit_accuracy, live.refit_pruned
     item = 1.0 / committed["base"]["items"]
     ablation = torch.tensor(committed["ablation"]["mean"])
     layer, head = divmod(int(ablation.abs().flatten().nan_to_num(-1).argmax()), s.heads.num_heads)
@@ -374,10 +382,15 @@ def live_checks(
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, parts=PARTS, processes=None, threads=2, argv=argv)
     with threads(args.threads):
-        run(args)
+        _run(args)
 
 
-def run(args: argparse.Namespace) -> None:
+def run_one(part: str, out: Path | None = None) -> None:
+    """Rerun one part of the file (as ``--only PART``) and keep the others."""
+    main(["--only", part] + ([] if out is None else ["--out", str(out)]))
+
+
+def _run(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     parts = args.only or list(PARTS)
     made = provenance()

@@ -1,6 +1,6 @@
 """Chapter 6's toy model over several seeds: which heads matter, and what pruning costs.
 
-The chapter trains one seed live; this script trains every seed of :data:`SEEDS` and, for
+The chapter trains one seed live; this study trains every seed of :data:`SEEDS` and, for
 each, records head importance, single-head ablation (with its standard error), pruning
 curves (by importance, in reverse and in random orders), one head per layer (by importance
 and the best one, found by trying each), what each head does (the attention its queries put on
@@ -10,7 +10,7 @@ model is shown to stay within :data:`MARGIN_POINTS` of the full one (an equivale
 paired by held-out sequence, `mha_lib.analysis.differences.compare`). Run from the
 repository root (a few minutes on 2 cores):
 
-    .venv/bin/python scripts/ch6_toy.py
+    .venv/bin/python -m mha_lib.experiments.studies.ch6_toy
 
 writes ``scripts/results/ch6_toy.json`` with its provenance. :func:`live_checks` compares a
 retrained seed with the file for the chapter and ``tests/test_committed_results.py``.
@@ -43,6 +43,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch6_toy.json"
+PARTS: tuple[str, ...] = ()  # the study reruns whole: no --only
 CONFIG = Config(
     task="associative_recall",
     d_model=64,
@@ -137,7 +138,7 @@ def named_key_attention(model: torch.nn.Module, batch: tuple) -> dict[str, list]
     }
 
 
-def run(seed: int) -> dict[str, object]:
+def run_one(seed: int) -> dict[str, object]:
     """Train one seed and measure everything the chapter shows about its heads."""
     score, evaluation = data()
     with threads(1):
@@ -206,7 +207,7 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, argv=argv)
     made = provenance(threads=1)  # every seed trains on one thread
-    runs = [record for _, record in sorted(run_jobs(run, SEEDS, args.processes))]
+    runs = [record for _, record in sorted(run_jobs(run_one, SEEDS, args.processes))]
     save_results(args.out, {"runs": runs}, {"runs": made})
     for r in runs:
         print(r["seed"], r["accuracy"])

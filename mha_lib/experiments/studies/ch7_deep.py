@@ -32,11 +32,11 @@ silencing it costs less than :data:`UNUSED_POINTS` points.
 
 Regenerate the committed results (about 20 minutes of CPU time) with::
 
-    .venv/bin/python scripts/ch7_deep.py --processes 2 [--only init runs]
+    .venv/bin/python -m mha_lib.experiments.studies.ch7_deep --processes 2 [--only init runs]
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build reproduces
 the file bit for bit. Scores made 256 times larger magnify the kernels' last-bit differences
-even before the first step, so the checks (:func:`init_checks`, :func:`run_checks`) compare
+even before the first step, so the checks (:func:`init_checks`, :func:`live_checks`) compare
 such a start's gradient within a factor :data:`SCORES_FACTOR`, far below its effect.
 """
 
@@ -59,7 +59,7 @@ from mha_lib.experiments.post_norm import post_norm_
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
-    run_all,
+    run_parts,
     save_results,
     start_parts,
     threads,
@@ -76,6 +76,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch7_deep.json"
+PARTS = ("init", "runs")
 BASE = ch7_init.BASE  # d_model 32, four heads, associative recall
 STEPS = ch7_init.BASE.steps  # 600, as the one-layer grid
 SEEDS = (0, 1, 2)
@@ -278,7 +279,7 @@ def trained(
     return model, result, probe
 
 
-def run(condition: DeepCondition, seed: int) -> dict[str, object]:
+def run_one(condition: DeepCondition, seed: int) -> dict[str, object]:
     """One seeded run: curve, gradient norms through training (before clipping; window
     summaries), per-layer q/k gradient, the heads' top weight at each probe, and what silencing
     each head costs at the end."""
@@ -497,7 +498,7 @@ def init_checks(
     return checks
 
 
-def run_checks(live: dict, committed: dict) -> list[Check]:
+def live_checks(live: dict, committed: dict) -> list[Check]:
     """A run of :func:`run` retrained now against the committed one: its first gradient norm
     (as :func:`init_checks`) and its final accuracy (within a point at the ceiling, else
     within :data:`CHAOTIC_TOLERANCE`)."""
@@ -519,16 +520,16 @@ def run_checks(live: dict, committed: dict) -> list[Check]:
 # --- the command line
 
 
-def _job(item: tuple[str, DeepCondition, int]) -> tuple[str, dict[str, object]]:
+def _job(item: tuple[str, DeepCondition, int]) -> dict[str, object]:
     part, condition, seed = item
     start = time.perf_counter()
     if part == "init":
-        return part, at_init(condition, seed)
-    record = run(condition, seed)
+        return at_init(condition, seed)
+    record = run_one(condition, seed)
     seconds = time.perf_counter() - start
     accuracy = record["result"]["final_accuracy"]
     print(f"{condition.name}, seed {seed}: {accuracy:.3f} ({seconds:.0f} s)", flush=True)
-    return part, record
+    return record
 
 
 def _cost(item: tuple[str, DeepCondition, int]) -> int:
@@ -538,7 +539,7 @@ def _cost(item: tuple[str, DeepCondition, int]) -> int:
 
 def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
     """Every part's work items: (part, condition, seed)."""
-    return {
+    return {  # in the order of PARTS
         "init": [("init", c, s) for c in init_conditions() for s in INIT_SEEDS],
         "runs": [("runs", c, s) for c in conditions() for s in SEEDS],
     }
@@ -546,13 +547,13 @@ def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     planned = jobs()
-    args = parse_args(__doc__, NAME, parts=tuple(planned), argv=argv)
+    args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     parts, provenances, todo = start_parts(args.out, planned, args.only)
-    items = [item for group in todo.values() for item in group]
     start = time.perf_counter()
-    for part, record in run_all(_job, items, args.processes, longest_first=_cost):
-        parts[part].append(record)
-    print(f"{len(items)} items in {time.perf_counter() - start:.0f} s", flush=True)
+    for part, records in run_parts(_job, todo, args.processes, longest_first=_cost).items():
+        parts[part] += records
+    items = sum(len(group) for group in todo.values())
+    print(f"{items} items in {time.perf_counter() - start:.0f} s", flush=True)
     save_results(args.out, parts, provenances, indent=None)
     print(f"wrote {args.out}")
 

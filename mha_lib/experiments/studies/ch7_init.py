@@ -2,7 +2,7 @@
 
 The source article's anecdote: a head "kept not responding"; the cause was "an
 initialisation too large, causing gradient explosion"; Xavier initialisation fixed it.
-This script trains chapter 4's one-layer, four-head toy transformer on associative recall
+This study trains chapter 4's one-layer, four-head toy transformer on associative recall
 and varies one thing at a time, so that the stories can be told apart:
 
 - *which weights* start large: the query and key projections (``qk``: the scores grow
@@ -38,13 +38,13 @@ layer; :mod:`~.ch7_deep` stacks layers and gives explosion its chance.
 
 Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 
-    .venv/bin/python scripts/ch7_init.py --processes 2
+    .venv/bin/python -m mha_lib.experiments.studies.ch7_init --processes 2
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that
 starts saturated turns them into a different curve; :func:`live_checks` therefore
 compares what is robust, and the chapter and ``tests/test_committed_results.py``
-re-train runs and assert it. To measure that gap, the script re-runs :data:`KERNEL_SAMPLE`
+re-train runs and assert it. To measure that gap, the study re-runs :data:`KERNEL_SAMPLE`
 in a child process on torch's plain-C kernels (``ATEN_CPU_CAPABILITY=default``) and keeps
 what the checks compare (the ``default_kernels`` part, with its own provenance).
 """
@@ -68,11 +68,12 @@ from mha_lib.experiments.floors import (
 from mha_lib.experiments.head_health import ablation_accuracy
 from mha_lib.experiments.reproduce import (
     Check,
-    on_plain_kernels,
     parse_args,
+    plain_kernel_sample,
     provenance,
     rounded,
     run_all,
+    run_parts,
     save_results,
     threads,
 )
@@ -86,6 +87,7 @@ from mha_lib.experiments.training import (
 )
 
 NAME = "ch7_init.json"
+PARTS: tuple[str, ...] = ()  # the study reruns whole: no --only
 BASE = Config(task="associative_recall", d_model=32, num_heads=4, num_layers=1, steps=600)
 SEEDS = (0, 1, 2, 3, 4)
 PROBES = 6  # probe diagnostics at step 0 and 6 more times, evenly spaced
@@ -224,7 +226,7 @@ def _trained(
     return model, result, probe
 
 
-def run(condition: Condition, seed: int) -> dict[str, object]:
+def run_one(condition: Condition, seed: int) -> dict[str, object]:
     """One seeded run of ``condition``: its curve, probe diagnostics, gradients, ablation."""
     config = condition.config()
     model, result, probe = _trained(condition, seed)
@@ -483,6 +485,30 @@ class Arms(dict):
         return np.array([r["train"][key] for r in self.of(condition)], dtype=float)
 
 
+def glue_values(
+    arms: Arms, condition: Condition, against: np.ndarray | None = None
+) -> dict[str, float]:
+    """What chapter 7's pages glue about one condition, under :func:`key_of` keys: final
+    accuracy (%) as mean and sample sd over seeds (``acc_``, ``acc_sd_``), and the heads' mean
+    top weight and weight on the answer at the end (``top1_``, ``ans1_``). With ``against``
+    (another arm's finals, seed by seed: Xavier's), also the seeds' range (``acc_min_``,
+    ``acc_max_``), the mean difference from ``against`` (``diff_``), the top weight at
+    initialisation (``top0_``) and the q/k weight norm at initialisation and at the end
+    (``qkw0_``, ``qkw1_``)."""
+    key, acc = key_of(condition), arms.final(condition)
+    out = {f"acc_{key}": float(np.mean(acc)), f"acc_sd_{key}": float(np.std(acc, ddof=1))}
+    if against is not None:
+        out |= {f"acc_min_{key}": float(np.min(acc)), f"acc_max_{key}": float(np.max(acc)),
+                f"diff_{key}": float(np.mean(acc - against)),
+                f"top0_{key}": float(arms.probe(condition, "top_weight").mean())}  # fmt: skip
+    out |= {f"top1_{key}": float(arms.probe(condition, "top_weight", -1).mean()),
+            f"ans1_{key}": float(arms.probe(condition, "answer_weight", -1).mean())}  # fmt: skip
+    if against is not None:
+        out |= {f"qkw0_{key}": float(arms.probe(condition, "qk_weight").mean()),
+                f"qkw1_{key}": float(arms.probe(condition, "qk_weight", -1).mean())}  # fmt: skip
+    return out
+
+
 def pm(values: Sequence[float] | np.ndarray) -> str:
     """``mean ± sd`` over seeds (sample standard deviation), one decimal: a table cell."""
     values = np.asarray(values, dtype=float)
@@ -510,17 +536,17 @@ def condition_of(record: dict) -> Condition:
     return Condition(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
-def _job(item: tuple) -> tuple[str, dict[str, object]]:
+def _job(item: tuple) -> dict[str, object]:
     part, args = item
     start = time.perf_counter()
-    record = (sgd_lr_run if part == "sgd_lr" else run)(*args)
+    record = (sgd_lr_run if part == "sgd_lr" else run_one)(*args)
     if part == "sgd_lr":
         label, accuracy = f"Xavier, SGD at lr {record['lr']:g}", record["final_accuracy"]
     else:
         label, accuracy = record["condition"]["name"], record["result"]["final_accuracy"]
     seconds = time.perf_counter() - start
     print(f"{label}, seed {record['seed']}: {accuracy:.3f} ({seconds:.0f} s)", flush=True)
-    return part, record
+    return record
 
 
 def _steps(job: tuple) -> int:
@@ -528,26 +554,24 @@ def _steps(job: tuple) -> int:
     return BASE.steps if part == "sgd_lr" else args[0].steps
 
 
-def kernel_sample(processes: int) -> dict[str, object]:
-    """KERNEL_SAMPLE re-run as the checks compare it, with this process's provenance: what
-    :func:`main` runs on torch's plain-C kernels (:func:`~.reproduce.on_plain_kernels`)."""
+def kernel_sample(processes: int) -> list[dict[str, object]]:
+    """KERNEL_SAMPLE re-run as the checks compare it: what :func:`main` runs on torch's
+    plain-C kernels (:func:`~.reproduce.plain_kernel_sample`)."""
     done = run_all(_job, [("runs", job) for job in KERNEL_SAMPLE], processes, longest_first=_steps)
-    return {"runs": [checked_values(record) for _, record in done], "provenance": provenance(1)}
+    return [checked_values(record) for record in done]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, argv=argv)
-    jobs = [("runs", (c, s)) for c in conditions() for s in SEEDS]
-    jobs += [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]
-    out: dict[str, list] = {"runs": [], "sgd_lr": []}
-    for part, record in run_all(_job, jobs, args.processes, longest_first=_steps):
-        out[part].append(record)
+    jobs = {"runs": [("runs", (c, s)) for c in conditions() for s in SEEDS],
+            "sgd_lr": [("sgd_lr", (lr, s)) for lr in SGD_LRS for s in SEEDS]}  # fmt: skip
+    out = run_parts(_job, jobs, args.processes, longest_first=_steps)
     made = provenance(threads=1)  # every run trains on one thread
-    default = on_plain_kernels(kernel_sample, args.processes)
+    default, default_provenance = plain_kernel_sample(kernel_sample, args.processes)
     parts = {"floors": as_stored(floors()), "runs": out["runs"], "sgd_lr": out["sgd_lr"],
-             "default_kernels": default["runs"]}  # fmt: skip
+             "default_kernels": default}  # fmt: skip
     provenances = {name: made for name in ("floors", "runs", "sgd_lr")}
-    provenances["default_kernels"] = default["provenance"]
+    provenances["default_kernels"] = default_provenance
     save_results(args.out, parts, provenances, indent=None)
     print(f"wrote {args.out}")
 

@@ -20,7 +20,8 @@ Parts (each a list of records, one per run):
 
 Run from the repository root (about half an hour on 2 quiet cores)::
 
-    nice .venv/bin/python scripts/ch9_sharing.py --processes 2 [--only hard uptrain ...]
+    nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sharing \
+        --processes 2 [--only hard uptrain ...]
 
 writes ``scripts/results/ch9_sharing.json`` with its provenance.
 """
@@ -210,7 +211,7 @@ def jobs() -> dict[str, list[tuple[str, object]]]:
     return parts
 
 
-def run_item(item: tuple[str, object]) -> dict[str, object]:
+def run_one(item: tuple[str, object]) -> dict[str, object]:
     kind, arg = item
     if kind == "plain":
         return run_plain(arg)
@@ -339,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     parts, provs, todo = start_parts(args.out, jobs(), args.only)
     items = [item for group in todo.values() for item in group]
-    done = [r for _, r in sorted(run_jobs(run_item, items, args.processes, longest_first=cost))]
+    done = [r for _, r in sorted(run_jobs(run_one, items, args.processes, longest_first=cost))]
     for name in todo:
         parts[name] = []
     for r in done:

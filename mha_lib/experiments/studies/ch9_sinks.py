@@ -21,7 +21,8 @@ The margins of the chapter's two verdicts are fixed here, before the runs:
 :data:`SINK_MARGIN` (when a head is a sink). Run from the repository root (6½ minutes of CPU
 in each of 2 processes; 66 minutes of wall time on 2 cores shared with a load of about 17)::
 
-    HF_HUB_OFFLINE=1 nice .venv/bin/python scripts/ch9_sinks.py --processes 2 [--only toy]
+    HF_HUB_OFFLINE=1 nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sinks \
+        --processes 2 [--only toy]
 
 writes ``scripts/results/ch9_sinks.json`` with its provenance.
 """
@@ -196,7 +197,7 @@ def jobs() -> dict[str, list[tuple[str, object]]]:
     }
 
 
-def run_item(item: tuple[str, object]) -> dict[str, object]:
+def run_one(item: tuple[str, object]) -> dict[str, object]:
     kind, arg = item
     if kind == "toy":
         return run_toy(arg)
@@ -320,11 +321,27 @@ def minilm_checks(live: Sequence[Mapping], committed: Sequence[Mapping]) -> list
     return checks
 
 
+def live_checks(live: Mapping, committed: Mapping) -> list[Check]:
+    """Every part a page recomputed (``live``, any of ``toy``: :func:`toy_at_init` by
+    ``(arm, seed)``; ``check``: :func:`run_check`; ``minilm``: :func:`run_minilm` on the first
+    sentences) against the whole file ``committed``, in that order."""
+    checks = []
+    if "toy" in live:
+        first = {(r["arm"], r["seed"]): r for r in committed["toy"]}
+        for (arm, seed), at_init in live["toy"].items():
+            checks += sink_checks(at_init, first[arm, seed])
+    if "check" in live:
+        checks += check_checks(live["check"], committed["check"])
+    if "minilm" in live:
+        checks += minilm_checks(live["minilm"], committed["minilm"])
+    return checks
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
     parts, provs, todo = start_parts(args.out, jobs(), args.only)
     items = [item for group in todo.values() for item in group]
-    done = [r for _, r in sorted(run_jobs(run_item, items, args.processes, longest_first=cost))]
+    done = [r for _, r in sorted(run_jobs(run_one, items, args.processes, longest_first=cost))]
     for name in todo:
         parts[name] = []
     for r in done:
