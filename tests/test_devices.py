@@ -61,18 +61,14 @@ def audited(fn):
 
 
 @pytest.fixture(scope="module")
-def minilm():
+def minilm(tiny_bert):
     """A tiny random BERT with MiniLM's vocabulary, and MiniLM's tokenizer: fast, same code."""
-    from transformers import BertConfig, BertModel
-
     _, tokenizer = bert.load()
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=24, num_hidden_layers=2,
-        num_attention_heads=4, intermediate_size=32, max_position_embeddings=64,
-        attn_implementation="eager",
+    model = tiny_bert(
+        vocab_size=tokenizer.vocab_size, hidden_size=24, num_attention_heads=4,
+        intermediate_size=32, max_position_embeddings=64,
     )  # fmt: skip
-    return BertModel(config).eval(), tokenizer
+    return model, tokenizer
 
 
 def bert_pipeline(model, tokenizer, device):

@@ -28,17 +28,6 @@ from mha_lib.experiments.training import toy_accuracy, toy_loss
 HEADS = 4
 
 
-def tiny_bert():
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=HEADS,
-        intermediate_size=16, max_position_embeddings=16, attn_implementation="eager",
-    )  # fmt: skip
-    return BertModel(config).eval()
-
-
 def toy_model():
     torch.manual_seed(0)
     task = associative_recall(num_keys=4, num_values=4, num_pairs=4, num_queries=2)
@@ -51,19 +40,20 @@ def toy_model():
 class Caller:
     """One way into the rules: ``prune({layer: heads})``, ``kept()`` per layer, ``state()``."""
 
-    def __init__(self, name):
+    def __init__(self, name, tiny_bert):
         self.name = name
         if name == "MultiHeadAttention":
             self.module = MultiHeadAttention(16, HEADS)
             self.layers = 1
         elif name == "bert.prune_heads":
-            self.module = tiny_bert()
+            self.module = tiny_bert(num_attention_heads=HEADS)
             self.layers = 2
         elif name == "MHAHeads":
             self.adapter = pruning.MHAHeads(toy_model(), toy_loss, toy_accuracy)
             self.module, self.layers = self.adapter.model, 2
         else:
-            self.adapter = pruning.BertHeads(tiny_bert(), lambda m, b: 0, lambda m, b: 0.0)
+            model = tiny_bert(num_attention_heads=HEADS)
+            self.adapter = pruning.BertHeads(model, lambda m, b: 0, lambda m, b: 0.0)
             self.module, self.layers = self.adapter.model, 2
 
     def prune(self, plan):
@@ -93,8 +83,8 @@ CALLERS = ["MultiHeadAttention", "bert.prune_heads", "MHAHeads", "BertHeads"]
 
 
 @pytest.fixture(params=CALLERS)
-def caller(request):
-    return Caller(request.param)
+def caller(request, tiny_bert):
+    return Caller(request.param, tiny_bert)
 
 
 def assert_unchanged(caller, before):
@@ -147,8 +137,8 @@ def test_indices_must_be_ints(caller):
 
 
 @pytest.mark.parametrize("name", [c for c in CALLERS if c != "MultiHeadAttention"])
-def test_a_plan_is_checked_in_every_layer_before_any_changes(name):
-    caller = Caller(name)
+def test_a_plan_is_checked_in_every_layer_before_any_changes(name, tiny_bert):
+    caller = Caller(name, tiny_bert)
     before = caller.state()
     with pytest.raises(ValueError, match="cannot prune all 4 heads of layer 1"):
         caller.prune({0: [0, 1], 1: [0, 1, 2, 3]})

@@ -7,18 +7,8 @@ output, which must equal the sum over heads and keys of alpha_ij f(x_j) plus b_o
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel
 
 from mha_lib import bert
-
-
-def tiny(hidden: int = 8, heads: int = 2, seed: int = 0) -> BertModel:
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=30, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=heads,
-        intermediate_size=16, max_position_embeddings=16, attn_implementation="eager",
-    )
-    return BertModel(cfg).eval()
 
 
 def test_norm_weighted_by_hand():
@@ -30,9 +20,9 @@ def test_norm_weighted_by_hand():
     assert torch.allclose(share, torch.tensor([[0.05 / 1.05, 1.0 / 1.05], [1.0, 0.0]]))
 
 
-def test_transformed_values_by_hand():
+def test_transformed_values_by_hand(tiny_bert):
     """One head of width 2: W_v = I, b_v = (1, 0), W_o = diag(2, 0) → f(x) = (2(x0 + 1), 0)."""
-    model = tiny(hidden=2, heads=1)
+    model = tiny_bert(hidden_size=2, num_attention_heads=1)
     layer = model.encoder.layer[0]
     with torch.no_grad():
         layer.attention.self.value.weight.copy_(torch.eye(2))
@@ -43,8 +33,8 @@ def test_transformed_values_by_hand():
     assert torch.allclose(f.norm(dim=-1), torch.tensor([[[8.0, 2.0]]]))
 
 
-def test_transformed_values_equal_the_explicit_per_head_product():
-    model = tiny(hidden=12, heads=3)
+def test_transformed_values_equal_the_explicit_per_head_product(tiny_bert):
+    model = tiny_bert(hidden_size=12, num_attention_heads=3)
     layer = model.encoder.layer[1]
     x = torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(1))
     sa, dense = layer.attention.self, layer.attention.output.dense
@@ -57,9 +47,9 @@ def test_transformed_values_equal_the_explicit_per_head_product():
             assert torch.allclose(f[:, h], expected, atol=1e-6)
 
 
-def test_the_pieces_add_up_to_the_layer_output():
+def test_the_pieces_add_up_to_the_layer_output(tiny_bert):
     """sum_h sum_j alpha_ij f_h(x_j) + b_o is what attention.output.dense returns."""
-    model = tiny(hidden=12, heads=3)
+    model = tiny_bert(hidden_size=12, num_attention_heads=3)
     ids = torch.tensor([[2, 7, 9, 4, 3]])
     seen = {}
     for i, layer in enumerate(model.encoder.layer):
@@ -92,10 +82,10 @@ def test_norm_weighted_maps_of_the_packaged_model():
     assert float(moved[..., 0].mean()) < 0.5 * float(maps[..., 0].mean())
 
 
-def test_norm_weighted_rejects_bad_shapes():
+def test_norm_weighted_rejects_bad_shapes(tiny_bert):
     with pytest.raises(ValueError, match="norms"):
         bert.norm_weighted(torch.ones(2, 3, 3), torch.ones(2, 2))
     with pytest.raises(ValueError, match="non-negative"):
         bert.norm_weighted(torch.ones(3, 3), -torch.ones(3))
     with pytest.raises(ValueError, match="hidden"):
-        bert.transformed_values(tiny().encoder.layer[0], torch.ones(4, 8))
+        bert.transformed_values(tiny_bert(hidden_size=8).encoder.layer[0], torch.ones(4, 8))

@@ -42,17 +42,6 @@ def toy_heads(**kwargs):
     return pruning.MHAHeads(model, toy_loss, toy_accuracy, **kwargs), task
 
 
-def tiny_bert(seed=0):
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=40, hidden_size=24, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-        intermediate_size=30, max_position_embeddings=32, attn_implementation="eager",
-    )  # fmt: skip
-    return BertModel(config).eval()
-
-
 def bert_batch(seed=0, batch=3, length=7):
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, 40, (batch, length), generator=g)
@@ -67,8 +56,12 @@ def bert_loss(model, batch):
     return hidden.pow(2).mean((1, 2))  # (B,) any smooth per-row function will do
 
 
-def bert_heads(**kwargs):
-    return pruning.BertHeads(tiny_bert(), bert_loss, lambda m, bs: 0.0, **kwargs)
+def bert_heads(tiny_bert, **kwargs):
+    model = tiny_bert(
+        vocab_size=40, hidden_size=24, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+        intermediate_size=30, max_position_embeddings=32,
+    )  # fmt: skip
+    return pruning.BertHeads(model, bert_loss, lambda m, bs: 0.0, **kwargs)
 
 
 # ---------------------------------------------------------------- importance
@@ -118,8 +111,8 @@ def test_importance_is_l2_normalised_per_layer_and_nan_for_pruned_heads():
     torch.testing.assert_close(after[1].nan_to_num().norm(), torch.tensor(1.0))
 
 
-def test_per_example_bert_mask_equals_layer_mask_when_rows_agree():
-    heads = bert_heads()
+def test_per_example_bert_mask_equals_layer_mask_when_rows_agree(tiny_bert):
+    heads = bert_heads(tiny_bert)
     batch = bert_batch()
     mask = torch.rand(LAYERS, HEADS, generator=torch.Generator().manual_seed(3))
     with heads.masked(mask), torch.no_grad():
@@ -186,8 +179,8 @@ def test_toy_physical_pruning_equals_masking_across_rounds():
     assert cost.parameter_count(masked.model) - cost.parameter_count(heads.model) == lost
 
 
-def test_bert_physical_pruning_equals_masking():
-    heads = bert_heads()
+def test_bert_physical_pruning_equals_masking(tiny_bert):
+    heads = bert_heads(tiny_bert)
     masked = heads.clone()
     ids, attention = bert_batch()
     heads.prune({0: [0, 2], 1: [3]})

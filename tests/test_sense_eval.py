@@ -18,18 +18,10 @@ WORD_DOMAIN = {w: d for d, words in se.DOMAINS.items() for w in words}
 
 
 @pytest.fixture(scope="module")
-def tiny():
+def tiny(tiny_bert):
     """A tiny random BERT with MiniLM's vocabulary and MiniLM's tokenizer."""
-    from transformers import BertConfig, BertModel
-
     _, tokenizer = bert.load()
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=16, max_position_embeddings=64,
-        attn_implementation="eager",
-    )  # fmt: skip
-    return BertModel(config).eval(), tokenizer
+    return tiny_bert(vocab_size=tokenizer.vocab_size, max_position_embeddings=64), tokenizer
 
 
 def test_splits_are_disjoint_and_cover_every_domain():
