@@ -16,10 +16,12 @@ book build, on a copy of the book with the number changed, and stop with Reprodu
 
 import ast
 import dataclasses
+import importlib
 import inspect
 import json
 import math
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -29,6 +31,7 @@ import numpy as np
 import pytest
 import torch
 
+from mha_lib.experiments import studies
 from mha_lib.experiments.reproduce import ReproductionError, load_results, verify
 from mha_lib.experiments.studies import (
     ch3_coupling,
@@ -38,7 +41,6 @@ from mha_lib.experiments.studies import (
     ch5_knockout,
     ch6_pretrained,
     ch6_toy,
-    ch7_deep,
     ch7_init,
     ch9_sharing,
     ch9_sinks,
@@ -50,21 +52,13 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RESULTS = SCRIPTS / "results"
 
 
+# Every study of the package, by the name of its script and result file: a new study is here
+# without being listed.
 STUDIES = {
-    study.NAME.removesuffix(".json"): study
-    for study in (
-        ch3_coupling,
-        ch4_onekey,
-        ch4_planted,
-        ch4_sweep,
-        ch5_knockout,
-        ch6_pretrained,
-        ch6_toy,
-        ch7_deep,
-        ch7_init,
-        ch9_sharing,
-        ch9_sinks,
-        replicate,
+    module.NAME.removesuffix(".json"): module
+    for module in (
+        importlib.import_module(f"{studies.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(studies.__path__)
     )
 }
 
