@@ -5,7 +5,7 @@ seeds), the runner for one item, what each run records, ``NAME`` (its file in
 ``scripts/results``), ``main`` (its command line, which ``scripts/<name>.py`` calls), and
 ``live_checks``: what a run retrained now must share with the file, within tolerances that
 hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
-``tests/test_committed_results.py`` import a study to retrain a sample and verify it.
+``tests/results/test_committed_results.py`` import a study to retrain a sample and verify it.
 
 - :mod:`~.ch3_coupling`: does removing one head change what the others learn?
 - :mod:`~.ch4_sweep`: the number of heads at a fixed width, several seeds;
