@@ -60,10 +60,12 @@ test: $(STAMP) browser
 	@echo "The committed results, on torch's plain-C kernels (another CPU's last bits):"
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/results/test_committed_results.py
 
-# The fast tests (tests/unit: no book build, no browser, no pretrained model's long runs, no
-# committed result retrained): the loop to iterate with. `make test` runs them too.
+# The library's fast tests (tests/unit: hand-made inputs and tiny models; no book build, no
+# browser, no training beyond a few seconds, no committed result retrained), about a minute on
+# 2 cores: the loop to iterate with (CONTRIBUTING.md maps the other folders). `make test` runs
+# them too.
 unit: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider tests/unit
+	$(BIN)/python -m pytest tests/unit
 
 # CI's two jobs (.github/workflows/ci.yml); together they run what `make test` runs.
 check: $(STAMP)
