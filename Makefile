@@ -5,7 +5,7 @@
 #               notebooks, results, and book with the built site in headless Chromium), then the
 #               tests of the committed results again on torch's plain-C kernels, as another CPU
 #               would compute them
-# While you work, `make unit` runs tests/unit alone: the library's fast tests, in about a minute.
+# While you work, `make unit` runs tests/unit alone: the library's fast tests, in under a minute.
 # Both create .venv and install the pinned requirements and mha_lib if needed. `make book`
 # also installs the site's pinned JavaScript (`npm ci` from package-lock.json: MathJax,
 # bertviz's require.js/d3/jQuery, ONNX Runtime Web; the site serves them itself) and exports
@@ -61,7 +61,7 @@ test: $(STAMP) browser
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/results/test_committed_results.py
 
 # The library's fast tests (tests/unit: hand-made inputs and tiny models; no book build, no
-# browser, no training beyond a few seconds, no committed result retrained), about a minute on
+# browser, no training beyond a few seconds, no committed result retrained), under a minute on
 # 2 cores: the loop to iterate with (CONTRIBUTING.md maps the other folders). `make test` runs
 # them too.
 unit: $(STAMP)
