@@ -1,9 +1,11 @@
 # Two commands do all set-up on a fresh machine:
 #   make book   build the site into _build/html, the Chinese edition into _build/html/zh
 #               (executes every notebook once; the Chinese build reuses that execution)
-#   make test   run the whole test suite (unit, parity, property, notebooks, book, and the
-#               built site in headless Chromium), then the tests of the committed results
-#               again on torch's plain-C kernels, as another CPU would compute them
+#   make test   run the whole test suite (every folder of tests/: unit, install, pretrained,
+#               notebooks, results, and book with the built site in headless Chromium), then the
+#               tests of the committed results again on torch's plain-C kernels, as another CPU
+#               would compute them
+# While you work, `make unit` runs tests/unit alone: the library's fast tests, in under a minute.
 # Both create .venv and install the pinned requirements and mha_lib if needed. `make book`
 # also installs the site's pinned JavaScript (`npm ci` from package-lock.json: MathJax,
 # bertviz's require.js/d3/jQuery, ONNX Runtime Web; the site serves them itself) and exports
@@ -18,7 +20,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: book test lint lab clean browser check book-test site-js lab-model catalogues catalogues-check
+.PHONY: book test unit lint lab clean browser check book-test site-js lab-model catalogues catalogues-check
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,13 +58,20 @@ test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not reproduction"
 	@echo "The committed results, on torch's plain-C kernels (another CPU's last bits):"
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/test_committed_results.py
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/results/test_committed_results.py
+
+# The library's fast tests (tests/unit: hand-made inputs and tiny models; no book build, no
+# browser, no training beyond a few seconds, no committed result retrained), under a minute on
+# 2 cores: the loop to iterate with (CONTRIBUTING.md maps the other folders). `make test` runs
+# them too.
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
 
 # CI's two jobs (.github/workflows/ci.yml); together they run what `make test` runs.
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not book and not reproduction"
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/test_committed_results.py
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m reproduction -p no:cacheprovider tests/results/test_committed_results.py
 
 book-test: book browser
 	MHA_BOOK_HTML=_build/html $(BIN)/python -m pytest -m book

@@ -1,4 +1,4 @@
-// Phones (book.css section 4e-g; book/_ext/small_screens.py; tests/test_phone.py): nothing is
+// Phones (book.css section 4e-g; book/_ext/small_screens.py; tests/book/test_phone.py): nothing is
 // cut inside its box without the page saying so, and a figure too small to read opens at its
 // full size. A phone draws no scrollbar until the reader scrolls, so a box that scrolls
 // sideways looks complete; only the browser knows, after layout, what overflows. Jupyter Book

@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             # The reader switches language: the English lab page, then the Chinese one, in one
             # fresh context without request interception (Playwright's routing turns the HTTP
             # cache off, which would download everything again); the page makes no request off
-            # the machine (tests/test_lab.py checks it).
+            # the machine (tests/book/test_lab.py checks it).
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
             open_lab(page, url)

@@ -9,7 +9,7 @@
 //
 // Modules, one concern each: strings.js (words), heads.js (which heads are on), maps.js (the
 // maps' numbers), draw.js (canvases), engine.js (model and tokenizer), page.js (the page),
-// facts.js (how this works). The pure ones are tested under node (tests/lab_js/).
+// facts.js (how this works). The pure ones are tested under node (tests/book/lab_js/).
 
 import { $ } from "./dom.js";
 import { benchNumbers, LabEngine } from "./engine.js";

@@ -2,7 +2,7 @@
 // (book/lab.md), a hidden list `.mha-lab-strings` whose items read "`key`: text with
 // {placeholders}"; gettext translates the list with the rest of the page. A missing key or
 // placeholder value throws, naming it: a broken catalogue must fail loudly, not show "{n}".
-// No DOM at import time, so that node can test it (tests/lab_js/).
+// No DOM at import time, so that node can test it (tests/book/lab_js/).
 
 export class LabStringsError extends Error {
   constructor(message) {

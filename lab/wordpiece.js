@@ -2,7 +2,7 @@
 // (BertNormalizer: clean text, space around CJK characters, NFD + strip accents, lowercase;
 // BertPreTokenizer: split on whitespace and punctuation; WordPiece with "##", [UNK] for
 // words longer than 100 characters or with no split in the vocabulary).
-// Checked against the Python tokenizer by tests/test_lab_tokenizer.py (run under node).
+// Checked against the Python tokenizer by tests/book/test_lab_tokenizer.py (run under node).
 
 const isWhitespace = (ch) => ch === " " || ch === "\t" || ch === "\n" || ch === "\r" || /\p{Zs}/u.test(ch);
 

@@ -1,7 +1,7 @@
 """The Chinese edition's message catalogues: update them from the English text, and check them.
 
     python scripts/catalogues.py update   # after the English text changed (make catalogues)
-    python scripts/catalogues.py check    # what CI checks (tests/test_translation.py)
+    python scripts/catalogues.py check    # what CI checks (tests/book/test_translation.py)
 
 ``update`` extracts every message of the book with Sphinx's gettext builder (the prose of each
 page and notebook, plus the figure alt texts and table labels that book/_ext/translated_outputs.py

@@ -7,7 +7,7 @@ shapes and the words from ``ZH`` below: Sphinx shows a ``<name>.<language><ext>`
 place of ``<name><ext>`` in a translated build (its ``figure_language_filename``).
 
 The picture is drawn by code so that it stays consistent with the text (one colour per head,
-the shapes of every tensor); `tests/test_diagram.py` checks that the committed files are what
+the shapes of every tensor); `tests/unit/test_diagram.py` checks that the committed files are what
 this script writes. Pages show the light file in the light theme and the dark file in the dark
 one (pydata-sphinx-theme's ``only-light``/``only-dark`` classes).
 """

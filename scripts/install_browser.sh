@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the site and its browser tests (tests/test_site.py, tests/test_lab*.py) need:
+# Install what the site and its browser tests (tests/book/test_site.py, tests/book/test_lab*.py) need:
 #   * Debian's Chromium (/usr/bin/chromium), via apt-get, only when running as root
 #     (CI and this project's machines); elsewhere it prints how to install it;
 #   * the site's pinned JavaScript with `npm ci` in the repository root (package-lock.json):

@@ -1,4 +1,4 @@
-"""Shared fixtures: the book, built once per test session from scratch.
+"""Shared fixtures: the book, built once per test session from scratch; a tiny random BERT.
 
 The build goes into a pytest temporary directory, never into ``_build``: every test run
 executes every notebook afresh (nothing is reused from a jupyter-cache), so the site
@@ -17,7 +17,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +128,28 @@ def _seed_every_test(request: pytest.FixtureRequest) -> None:
     import torch
 
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+
+
+# The tiny random BERT's shape, unless a test says otherwise (any BertConfig field).
+TINY_BERT = {
+    "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+    "intermediate_size": 16, "max_position_embeddings": 16, "attn_implementation": "eager",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tiny_bert() -> Callable[..., Any]:
+    """A maker of small random BERTs, fast enough for any unit test: ``tiny_bert(seed=0,
+    **config)`` seeds torch's global generator with ``seed``, then returns a ``BertModel`` in
+    eval mode built from :data:`TINY_BERT` with ``config``'s fields changed, e.g.
+    ``tiny_bert(vocab_size=tokenizer.vocab_size, max_position_embeddings=64)`` for MiniLM's
+    tokenizer. The same seed and config give the same weights."""
+
+    def make(*, seed: int = 0, **config: Any) -> Any:
+        import torch
+        from transformers import BertConfig, BertModel
+
+        torch.manual_seed(seed)
+        return BertModel(BertConfig(**{**TINY_BERT, **config})).eval()
+
+    return make

@@ -10,7 +10,7 @@ punctuation. A delimiter next to a CJK character still never counts as next to a
 ``在**加粗**里`` opens and closes as before, and text without CJK parses as CommonMark.
 
 The patch replaces markdown-it's delimiter scan for the whole build (both editions: English
-pages quote the article's Chinese too); tests/test_cjk_emphasis.py checks both halves.
+pages quote the article's Chinese too); tests/book/test_cjk_emphasis.py checks both halves.
 
 Chinese has no italics either: a slanted 汉字 is a machine's fake, not a form of the type. In the
 Chinese edition only, emphasis that holds Chinese is marked for the way Chinese typesetting

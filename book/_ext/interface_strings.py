@@ -16,7 +16,7 @@ three ways, and each would leave English (or another Chinese) on every Chinese p
   browser, is such an attribute of what a script adds later (sphinx-togglebutton's buttons).
 
 The catalogue holds the labels our own extensions write too; the catalogue check covers it like
-any page, and tests/test_site.py fails on any English interface string of a Chinese page.
+any page, and tests/book/test_site.py fails on any English interface string of a Chinese page.
 """
 
 from __future__ import annotations

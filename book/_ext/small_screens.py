@@ -19,7 +19,7 @@ what that CSS cannot compute itself:
    block: a browser would end the paragraph there and leave an empty one after the toggle.
    It is moved out, after the paragraph, and what it holds becomes a paragraph of its own.
 2. **Figures that fit, and open at full size.** The book's rule (CONTRIBUTING.md,
-   tests/test_site.py) is that a figure's smallest text is at least 9 px as shown. A figure
+   tests/book/test_site.py) is that a figure's smallest text is at least 9 px as shown. A figure
    shown through ``mha_lib.book.show`` carries its smallest text in image pixels
    (``data-min-text-px``); from it and the image's width this module computes the figure's
    *readable width*, at which that text is 9 px. On a phone's 358 px column most figures are
@@ -60,7 +60,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.locale import get_translation
 
-MIN_TEXT_PX = 9.0  # as tests/test_site.py requires of every figure, as shown
+MIN_TEXT_PX = 9.0  # as tests/book/test_site.py requires of every figure, as shown
 CARDS_CLASS = "mha-cards"  # the class of a table that stacks on phones
 SCROLL_CLASS = "mha-scroll"  # an image's link that scrolls the image sideways
 ZOOM_CLASS = "mha-zoomable"  # a figure that fits the column and opens at full size on a tap

@@ -1,7 +1,7 @@
 """Translate the words that code writes into a page: alt texts, figure words, table text.
 
 Sphinx's gettext workflow translates the text of the pages; what a notebook computes is not
-text of the page. Glued values are numbers and names only (tests/test_book.py fails on a glued
+text of the page. Glued values are numbers and names only (tests/book/test_book.py fails on a glued
 string with English words that is not a listed name): every sentence around them is written in
 the page, so the catalogues translate it like any other paragraph. Two outputs of code still
 carry words, because they are written by the code that draws or tabulates, not by the prose:

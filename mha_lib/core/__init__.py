@@ -1,6 +1,7 @@
 """The layer itself: scaled dot-product attention, heads as reshapes, `MultiHeadAttention`.
 
-Everything the book's claims rest on, proven equal to torch (``tests/test_attention_parity.py``):
+Everything the book's claims rest on, proven equal to torch
+(``tests/unit/test_attention_parity.py``):
 
 - :mod:`~mha_lib.core.teaching`: the same computation in the few lines that are the idea,
   without checks, masks or fast path (what a page shows first);

@@ -24,7 +24,7 @@ with the same helpers, so the three agree on what a request means and what they 
 Head ``h`` owns the projected features ``h·d_head … (h+1)·d_head − 1`` (see
 `mha_lib.split_heads`), so removing heads keeps those rows of the query, key and value
 projections and those columns of the output projection (:func:`head_features`).
-Tested once, for all three callers, in ``tests/test_head_removal.py``.
+Tested once, for all three callers, in ``tests/unit/test_head_removal.py``.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def attend_cached(
 
     Only the new tokens are projected; their keys and values join the cache of ``layer``.
     Equals the rows of a full causal forward that belong to the new tokens (tested in
-    ``tests/test_kv_cache.py``). No dropout, masks or head mask: decoding in eval mode.
+    ``tests/unit/test_kv_cache.py``). No dropout, masks or head mask: decoding in eval mode.
     """
     check_rank(x, 3, "x", "(batch, new tokens, d_model)")
     past = cache.length

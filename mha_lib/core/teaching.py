@@ -3,7 +3,7 @@
 Nothing here checks its input, masks a key, drops out a weight or takes a fast path: the
 library's :func:`~mha_lib.core.attention.scaled_dot_product_attention` and
 :class:`~mha_lib.core.multihead.MultiHeadAttention` do all of that. What is left is the
-computation itself, which ``tests/test_teaching.py`` proves equal to both of them and to
+computation itself, which ``tests/unit/test_teaching.py`` proves equal to both of them and to
 PyTorch's own attention. The same goes for :func:`head_importance`, the idea behind
 :func:`mha_lib.pruning.head_importance` for one layer.
 """

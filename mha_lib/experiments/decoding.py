@@ -2,7 +2,7 @@
 
 :func:`forward_cached` runs only the new tokens through the model, reading the earlier
 ones' keys and values from a :class:`~mha_lib.core.kv_cache.KVCache`; its logits equal
-those of a full causal forward (``tests/test_kv_cache.py``). ``bench/kv_cache.py`` times
+those of a full causal forward (``tests/unit/test_kv_cache.py``). ``bench/kv_cache.py`` times
 it per generated token for multi-head, grouped-query and multi-query layers.
 """
 

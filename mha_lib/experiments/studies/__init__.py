@@ -7,7 +7,7 @@ seeds), what each run records, and the interface every study shares
 command line, ``python -m mha_lib.experiments.studies.<name>``), and
 ``live_checks(live, committed)``: what a run retrained now must share with the file, within
 tolerances that hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
-``tests/test_committed_results.py`` import a study to retrain a sample and verify it.
+``tests/results/test_committed_results.py`` import a study to retrain a sample and verify it.
 
 Every module of this package is one study, and this package is the only list of them:
 :func:`names` finds them, :func:`load` imports one, :func:`all_studies` every one.

@@ -22,7 +22,7 @@ root (a few minutes per part on 2 quiet cores)::
 
 It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
 compares a retrained seed (:func:`live_run`) with the file, for the chapter and
-``tests/test_committed_results.py``; :func:`converged_checks` retrains the first
+``tests/results/test_committed_results.py``; :func:`converged_checks` retrains the first
 :data:`PREFIX_STEPS` steps of two converged runs with their whole schedule.
 """
 

@@ -10,7 +10,7 @@ reads. Regenerate with::
 
 (about 20 minutes on 2 busy cores; every part records its provenance). Every run is seeded
 and uses one thread, so the numbers are bit-identical on the same CPU and torch build. The
-chapter (the ``live`` entry) and ``tests/test_committed_results.py`` (the ``check`` entry)
+chapter (the ``live`` entry) and ``tests/results/test_committed_results.py`` (the ``check`` entry)
 retrain short runs through :func:`run_one` and compare within :data:`TOLERANCE`.
 """
 

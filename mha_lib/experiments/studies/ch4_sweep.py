@@ -9,7 +9,7 @@ writes a small JSON the chapter reads. Regenerate with::
 part records its provenance: commit, torch, CPU capability, threads). Every run is
 seeded and uses one thread, so the numbers are bit-identical on the same CPU and
 torch build; on another CPU the last bits differ. The chapter (the ``live``
-entries) and ``tests/test_committed_results.py`` (the ``check`` entry) retrain short runs
+entries) and ``tests/results/test_committed_results.py`` (the ``check`` entry) retrain short runs
 through :func:`run_one` and compare within :data:`TOLERANCE`.
 
 The ``lr`` part asks whether one head is slower rather than weaker: pair recall with one head

@@ -22,7 +22,8 @@ change is tested from its mean and paired standard error, all a paired t test re
 (`mha_lib.analysis.differences.from_stderr`).
 ``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
 (commit, torch, CPU capability, threads); its command line prints where each kept part came from.
-:func:`live_checks` recomputes a sample for the chapter and ``tests/test_committed_results.py``.
+:func:`live_checks` recomputes a sample for the chapter and
+``tests/results/test_committed_results.py``.
 """
 
 from __future__ import annotations

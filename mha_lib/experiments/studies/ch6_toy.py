@@ -13,7 +13,7 @@ repository root (a few minutes on 2 cores):
     .venv/bin/python -m mha_lib.experiments.studies.ch6_toy
 
 writes ``scripts/results/ch6_toy.json`` with its provenance. :func:`live_checks` compares a
-retrained seed with the file for the chapter and ``tests/test_committed_results.py``.
+retrained seed with the file for the chapter and ``tests/results/test_committed_results.py``.
 """
 
 from __future__ import annotations

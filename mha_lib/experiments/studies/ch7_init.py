@@ -43,7 +43,7 @@ Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that
 starts saturated turns them into a different curve; :func:`live_checks` therefore
-compares what is robust, and the chapter and ``tests/test_committed_results.py``
+compares what is robust, and the chapter and ``tests/results/test_committed_results.py``
 re-train runs and assert it. To measure that gap, the study re-runs :data:`KERNEL_SAMPLE`
 in a child process on torch's plain-C kernels (``ATEN_CPU_CAPABILITY=default``) and keeps
 what the checks compare (the ``default_kernels`` part, with its own provenance).
