@@ -15,6 +15,7 @@ Every module of this package is one study, and this package is the only list of 
 - :mod:`~.ch3_coupling`: does removing one head change what the others learn?
 - :mod:`~.ch4_sweep`: the number of heads at a fixed width, several seeds;
 - :mod:`~.ch4_planted`: a match planted in a few of 512 features, one head against many;
+- :mod:`~.ch4_onekey`: where one head's errors fall on one-key recall, against two and four;
 - :mod:`~.ch5_knockout`: does the model need its parsing heads? Each switched off, against its
   peers;
 - :mod:`~.ch6_toy`: which heads of the toy model matter, and what pruning costs;
@@ -25,6 +26,8 @@ Every module of this package is one study, and this package is the only list of 
 - :mod:`~.ch9_sharing`: heads that share their keys and values, or their query;
 - :mod:`~.ch9_sinks`: what MiniLM's sink heads take from ``[CLS]``/``[SEP]``, and when a causal
   toy grows a sink (a positive control beside it).
+- :mod:`~.replicate`: the real-model verdicts on MiniLM and on a random model of BERT-base's
+  shape, the negative control (:mod:`mha_lib.replicate` runs them on any BERT-family model).
 """
 
 import importlib
