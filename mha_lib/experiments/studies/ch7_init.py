@@ -496,16 +496,16 @@ def glue_values(
     initialisation (``top0_``) and the q/k weight norm at initialisation and at the end
     (``qkw0_``, ``qkw1_``)."""
     key, acc = key_of(condition), arms.final(condition)
-    out = {f"acc_{key}": float(np.mean(acc)), f"acc_sd_{key}": float(np.std(acc, ddof=1))}
+
+    def probe(name: str, *at: int) -> float:
+        return float(arms.probe(condition, name, *at).mean())
+
+    out = {f"acc_{key}": float(np.mean(acc)), f"acc_sd_{key}": float(np.std(acc, ddof=1)),
+           f"top1_{key}": probe("top_weight", -1), f"ans1_{key}": probe("answer_weight", -1)}
     if against is not None:
         out |= {f"acc_min_{key}": float(np.min(acc)), f"acc_max_{key}": float(np.max(acc)),
-                f"diff_{key}": float(np.mean(acc - against)),
-                f"top0_{key}": float(arms.probe(condition, "top_weight").mean())}  # fmt: skip
-    out |= {f"top1_{key}": float(arms.probe(condition, "top_weight", -1).mean()),
-            f"ans1_{key}": float(arms.probe(condition, "answer_weight", -1).mean())}  # fmt: skip
-    if against is not None:
-        out |= {f"qkw0_{key}": float(arms.probe(condition, "qk_weight").mean()),
-                f"qkw1_{key}": float(arms.probe(condition, "qk_weight", -1).mean())}  # fmt: skip
+                f"diff_{key}": float(np.mean(acc - against)), f"top0_{key}": probe("top_weight"),
+                f"qkw0_{key}": probe("qk_weight"), f"qkw1_{key}": probe("qk_weight", -1)}
     return out
 
 
