@@ -22,12 +22,9 @@ change the large map; no interface text names the book's code; the site has its 
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
-import threading
 from collections.abc import Callable, Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,7 +40,7 @@ from test_site import (
     PAGES,
     SCREENSHOTS,
     _missing_browser,
-    _QuietHandler,
+    served,
 )
 
 pytestmark = pytest.mark.book
@@ -82,13 +79,6 @@ def browser_page(built_book: Path) -> Iterator[tuple[object, str, list[str], lis
         _missing_browser("the Python package playwright is not installed")
     if not (built_book / LAB).is_file():
         pytest.fail(f"the built site has no {LAB}", pytrace=False)
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_book))
-    )
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     blocked: list[str] = []
     sizes: list[int] = []
 
@@ -99,32 +89,27 @@ def browser_page(built_book: Path) -> Iterator[tuple[object, str, list[str], lis
             blocked.append(r.request.url)
             r.abort()
 
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.set_default_timeout(PAGE_TIMEOUT_MS)
-            context.route("**/*", route)
-            tab = context.new_page()
-            errors: list[str] = []
-            tab.on("pageerror", lambda exc: errors.append(str(exc)))
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            tab.on("requestfinished", lambda req: sizes.append(req.sizes()["responseBodySize"]))
-            tab.goto(base + LAB, wait_until="load")
-            tab.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
-            tab.evaluate("() => mhaLab.ready")  # after the first sentence is drawn
-            assert tab.evaluate("() => mhaLab.draws") >= 1
-            assert tab.locator("#mha-lab-ranking li.mha-lab-rank-item").count() == 4
-            assert not errors, f"JavaScript errors while the lab loaded: {errors}"
-            yield tab, base, blocked, sizes
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            tab.screenshot(path=str(SCREENSHOTS / "lab__after_tests.png"), full_page=True)
-            context.close()
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with served(built_book) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
+        context.route("**/*", route)
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        tab.on("requestfinished", lambda req: sizes.append(req.sizes()["responseBodySize"]))
+        tab.goto(base + LAB, wait_until="load")
+        tab.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
+        tab.evaluate("() => mhaLab.ready")  # after the first sentence is drawn
+        assert tab.evaluate("() => mhaLab.draws") >= 1
+        assert tab.locator("#mha-lab-ranking li.mha-lab-rank-item").count() == 4
+        assert not errors, f"JavaScript errors while the lab loaded: {errors}"
+        yield tab, base, blocked, sizes
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(SCREENSHOTS / "lab__after_tests.png"), full_page=True)
+        context.close()
+        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,8 +40,8 @@ from test_site import (
     Site,
     _missing_browser,
     _no_chinese_edition,
-    _QuietHandler,
     _route,
+    served,
 )
 
 pytestmark = pytest.mark.book
@@ -165,27 +163,17 @@ def phone(request: pytest.FixtureRequest) -> Iterator[Site]:
     except ImportError:
         _missing_browser("the Python package playwright is not installed")
     built_book = request.getfixturevalue("built_book")
-    handler = functools.partial(_QuietHandler, directory=str(built_book))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            context = browser.new_context(
-                viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
-            )
-            context.set_default_timeout(20_000)
-            site = Site(base=f"http://127.0.0.1:{server.server_address[1]}/", context=context)
-            context.route("**/*", functools.partial(_route, site))
-            yield site
-            context.close()
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with served(built_book) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(
+            viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2
+        )
+        context.set_default_timeout(20_000)
+        site = Site(base=base, context=context)
+        context.route("**/*", functools.partial(_route, site))
+        yield site
+        context.close()
+        browser.close()
 
 
 def phone_problems(site: Site, url: str) -> tuple[list[str], dict]:

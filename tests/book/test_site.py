@@ -29,6 +29,7 @@ every page does. Two full-page screenshots cost about as much as all of a page's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -186,31 +187,36 @@ def site(request: pytest.FixtureRequest) -> Iterator[Site]:
         _missing_browser("the Python package playwright is not installed")
 
     built_book = request.getfixturevalue("built_book")  # only once the browser is there
-    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True)
+    with served(built_book) as base, sync_playwright() as pw:
+        # Headless Chromium hides scrollbars unless told not to; a reader's browser
+        # draws them, and the layout check below needs them measured.
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            ignore_default_args=["--hide-scrollbars"],
+        )
+        context = browser.new_context(viewport=DESKTOP)
+        context.set_default_timeout(PAGE_TIMEOUT_MS)
+        result = Site(base=base, context=context)
+        context.route("**/*", functools.partial(_route, result))
+        yield result
+        context.close()
+        browser.close()
+
+
+@contextlib.contextmanager
+def served(directory: Path) -> Iterator[str]:
+    """``directory`` on a local static server (quiet, a thread per request) while the block
+    runs; its base URL. The browser tests of the site, the phone and the lab share it."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
-
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
-    SCREENSHOTS.mkdir(parents=True)
     try:
-        with sync_playwright() as pw:
-            # Headless Chromium hides scrollbars unless told not to; a reader's browser
-            # draws them, and the layout check below needs them measured.
-            browser = pw.chromium.launch(
-                executable_path=str(CHROMIUM),
-                args=CHROMIUM_ARGS,
-                ignore_default_args=["--hide-scrollbars"],
-            )
-            context = browser.new_context(viewport=DESKTOP)
-            context.set_default_timeout(PAGE_TIMEOUT_MS)
-            result = Site(base=base, context=context)
-            context.route("**/*", functools.partial(_route, result))
-            yield result
-            context.close()
-            browser.close()
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
     finally:
         server.shutdown()
         server.server_close()
