@@ -2,17 +2,17 @@
 
     .venv/bin/python bench/kv_cache.py [--quick] [--repeats 5] [--json bench/results/kv_cache.json]
 
-One causal toy decoder (``mha_lib.experiments.toy_transformer.ToyTransformer``, random
+One causal toy decoder (`mha_lib.experiments.toy_transformer.ToyTransformer`, random
 weights: decoding cost does not depend on what was learned) per number of key/value heads,
 all with the same 8 query heads, d_model 256, 4 layers, batch 4, float32, one thread.
 For each context length the cache is filled with a prompt of that length (not timed), then
-``--new`` tokens are generated one at a time and timed; the variants run interleaved,
+`--new` tokens are generated one at a time and timed; the variants run interleaved,
 repeat after repeat, so that the machine's load falls on all of them alike, and the table
 shows each one's median time per token and its ratio to multi-head attention measured in
 the same run. Peak memory: each variant decodes to the longest context in a process of its
 own, and the growth of that process's peak resident memory (VmHWM, reset before the
 cache is made) over its resident memory then is reported beside the cache's bytes as
-counted (``cache_bytes``) and as allocated (``KVCache.nbytes``).
+counted (`cache_bytes`) and as allocated (`KVCache.nbytes`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def build(kv: int, max_len: int) -> ToyTransformer:
 
 
 def per_token_seconds(model: ToyTransformer, context: int, new: int) -> float:
-    """Median seconds of one generated token after a prompt of ``context`` tokens."""
+    """Median seconds of one generated token after a prompt of `context` tokens."""
     g = torch.Generator().manual_seed(context)
     prompt = torch.randint(0, VOCAB, (BATCH, context), generator=g)
     cache = new_cache(model, BATCH, context + new)
@@ -64,7 +64,7 @@ def per_token_seconds(model: ToyTransformer, context: int, new: int) -> float:
 
 
 def memory_child(kv: int, context: int, new: int) -> dict[str, float]:
-    """Run in a fresh process: peak resident growth while decoding to ``context + new``."""
+    """Run in a fresh process: peak resident growth while decoding to `context + new`."""
     torch.set_num_threads(1)
     model = build(kv, context + new)
     g = torch.Generator().manual_seed(1)

@@ -4,11 +4,11 @@
     .venv/bin/python bench/lab.py --long-only [--repeats 3]   # only the long text (below)
 
 Each repeat opens the lab page in a fresh browser context (nothing cached) on a local
-static server and reads the page's own clocks (``mhaLab.stats``): the load (lab-model.json,
-vocabulary, runtime, model fetch and ``InferenceSession.create``) and the time of
-``session.run`` for each of the book's sentences after the first run of the page. It also
+static server and reads the page's own clocks (`mhaLab.stats`): the load (lab-model.json,
+vocabulary, runtime, model fetch and `InferenceSession.create`) and the time of
+`session.run` for each of the book's sentences after the first run of the page. It also
 sums the bytes the page downloaded and compares the page's maps and embeddings with
-PyTorch's (``mha_lib.bert.lab.lab_outputs``) on those sentences under five head masks.
+PyTorch's (`mha_lib.bert.lab.lab_outputs`) on those sentences under five head masks.
 Reported: medians with min–max spread over repeats, on two clocks: wall time (what the
 reader waits) and the CPU time of the browser's whole process tree (read from /proc, in
 10 ms ticks). A run is one thread, so its CPU time is what it would take on an idle core;
@@ -19,7 +19,7 @@ after says how busy it was.
 A long text: each repeat also pastes 1,000 words (the book's sentences, repeated) and
 then clicks heads of the grid, and times what the reader waits for: from the paste or the
 click (the event's own time stamp) to the next frame after the page's update is drawn, the
-model's share of it (its runs, from ``mhaLab.stats``) and the longest task of the page's
+model's share of it (its runs, from `mhaLab.stats`) and the longest task of the page's
 main thread meanwhile (the browser's long-task entries: the time the page could not answer
 a scroll, a key or a click).
 Both editions: each repeat also loads the Chinese edition's lab page in a fresh context (its
@@ -113,7 +113,7 @@ PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => setTimeout(()
 
 
 def long_text(words: int = LONG_WORDS) -> str:
-    """``words`` words of the book's sentences, repeated: a long paste."""
+    """`words` words of the book's sentences, repeated: a long paste."""
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     out: list[str] = []
@@ -146,10 +146,10 @@ def _count_bytes(page: object) -> list[int]:
 
 
 def time_action(page: object, action: object) -> dict[str, float]:
-    """Do ``action`` (a click or a paste) on a lab page with WATCH_JS installed; its timings.
+    """Do `action` (a click or a paste) on a lab page with WATCH_JS installed; its timings.
 
-    ``ms``: from the action's event to the next frame after the page's update was drawn;
-    ``model_ms``: the model's runs meanwhile; ``longest_task_ms``: the main thread's longest
+    `ms`: from the action's event to the next frame after the page's update was drawn;
+    `model_ms`: the model's runs meanwhile; `longest_task_ms`: the main thread's longest
     task meanwhile (0 when none took 50 ms, the browser's threshold)."""
     before = page.evaluate("() => mhaLab.draws")
     runs_before = page.evaluate("() => mhaLab.stats.runs.length")
@@ -168,7 +168,7 @@ def time_action(page: object, action: object) -> dict[str, float]:
 
 
 def time_long_text(page: object) -> dict[str, list[dict[str, float]]]:
-    """The paste of ``long_text()`` and LONG_CLICKS on a loaded lab page, each timed."""
+    """The paste of `long_text()` and LONG_CLICKS on a loaded lab page, each timed."""
     page.evaluate(WATCH_JS)
     text = long_text()
     paste = time_action(page, lambda: page.fill("#mha-lab-text", text))
@@ -180,7 +180,7 @@ def time_long_text(page: object) -> dict[str, list[dict[str, float]]]:
 
 
 def _tree_cpu_seconds(root: int) -> float:
-    """utime + stime of ``root`` and all its descendants (Linux /proc)."""
+    """utime + stime of `root` and all its descendants (Linux /proc)."""
     children: dict[int, list[int]] = {}
     cpu: dict[int, float] = {}
     tick = os.sysconf("SC_CLK_TCK")

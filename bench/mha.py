@@ -8,13 +8,13 @@ Run from the repository root:
     .venv/bin/python bench/mha.py --threads 1 --clock cpu  # on a machine shared with other work
 
 For every shape it first checks that all implementations give the same output,
-then times forward (under ``torch.no_grad``) and forward + backward (the input
+then times forward (under `torch.no_grad`) and forward + backward (the input
 requires a gradient, as inside a deeper model). Each number is the median over
-``--repeats`` samples; implementations are interleaved round-robin within each
+`--repeats` samples; implementations are interleaved round-robin within each
 repeat, in a rotating order, so a slow spell of the machine hits all of them.
-A sample runs an implementation enough times to last ``--min-sample`` seconds.
+A sample runs an implementation enough times to last `--min-sample` seconds.
 
-Ratios are given against ``nn.MultiheadAttention(need_weights=False)`` and
+Ratios are given against `nn.MultiheadAttention(need_weights=False)` and
 against the *matmul floor*: the same shapes' matrix products alone (four
 projections and the two batched attention products, plus their gradients for
 forward + backward) on ready-made tensors, with no softmax, bias, mask or copy.
@@ -81,7 +81,7 @@ Fn = Callable[[torch.Tensor], torch.Tensor]
 
 
 def implementations(shape: Shape) -> dict[str, Fn]:
-    """Every implementation as ``f(x) -> output``, all carrying one set of weights."""
+    """Every implementation as `f(x) -> output`, all carrying one set of weights."""
     torch.manual_seed(0)
     reference = nn.MultiheadAttention(shape.d_model, shape.heads, batch_first=True).eval()
     ours = MultiHeadAttention.from_torch(reference).eval()
@@ -192,7 +192,7 @@ def measure(
     min_sample: float,
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, list[float]]:
-    """Seconds per call: ``repeats`` samples each, interleaved round-robin, rotating order."""
+    """Seconds per call: `repeats` samples each, interleaved round-robin, rotating order."""
     inner = {}
     for name, call in calls.items():  # one warm-up call, which also calibrates
         start = clock()

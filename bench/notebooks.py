@@ -7,10 +7,10 @@ Run from the repository root:
     .venv/bin/python bench/notebooks.py --json /tmp/notebooks.json
 
 Each notebook runs top to bottom with nbclient in a new kernel, from the
-``notebooks/`` directory and offline, as the book build runs it. Wall time
+`notebooks/` directory and offline, as the book build runs it. Wall time
 includes starting the kernel. Peak memory is the largest resident set size
 (RSS) of the kernel process plus all its children, sampled every
-``--interval`` seconds with psutil, so a short spike between samples can be
+`--interval` seconds with psutil, so a short spike between samples can be
 missed. Targets from CONTRIBUTING.md: at most 90 s and 1.5 GB per chapter;
 rows over a target are flagged. Exits non-zero if a notebook fails or misses one.
 """

@@ -1,5 +1,5 @@
 """Latency of the pretrained model with 0, 25, 50 and 75 % of its heads removed, under
-transformers' ``eager`` and ``sdpa`` attention (float32, CPU).
+transformers' `eager` and `sdpa` attention (float32, CPU).
 
 Run from the repository root:
 
@@ -7,29 +7,29 @@ Run from the repository root:
     HF_HUB_OFFLINE=1 .venv/bin/python bench/pruning.py --quick    # smoke run, seconds
     HF_HUB_OFFLINE=1 .venv/bin/python bench/pruning.py --threads 1 --json "$OUT"
 
-With ``OUT=scripts/results/ch6_latency.json`` the last command writes the file
+With `OUT=scripts/results/ch6_latency.json` the last command writes the file
 that chapter 6 reads (committed), with its provenance (commit, torch, CPU
 capability, threads).
 
 Heads are removed physically (`mha_lib.bert.prune_heads`), the same share from
 every layer (`mha_lib.pruning.even_plan`): latency depends on how many heads a
 layer keeps, not on which. Eight models are timed: the four fractions under
-``eager`` attention (explicit scores, softmax and ``h·T²`` attention maps written
+`eager` attention (explicit scores, softmax and `h·T²` attention maps written
 and read back; what `mha_lib.bert.load` gives by default, and what the chapters
-need for maps) and under ``sdpa`` (transformers' default,
-``F.scaled_dot_product_attention``, which never stores the maps). For every
+need for maps) and under `sdpa` (transformers' default,
+`F.scaled_dot_product_attention`, which never stores the maps). For every
 (batch, length) all eight run the same random token ids (no padding); each
 repeat times all eight round-robin, in an order rotated by one model per repeat,
 so a slow spell of a shared machine hits them all. Each sample repeats a call
-until ``--min-sample`` seconds pass (one warm-up call first). A speed-up is the
+until `--min-sample` seconds pass (one warm-up call first). A speed-up is the
 full model's median over the pruned model's, *within one implementation*; its
 range is the smallest and largest per-repeat ratio of the two (samples of the
-same repeat, taken moments apart). ``spread`` is (max − min) / median of one
+same repeat, taken moments apart). `spread` is (max − min) / median of one
 model's samples: speed-ups smaller than it are not measured.
 
-JSON (``--json PATH``, written with `mha_lib.experiments.reproduce.save_results`,
-one part ``"latency"`` with its provenance under ``"provenance"``; fraction keys
-are ``str(fraction)``: ``"0.0"``, ``"0.25"``, ``"0.5"``, ``"0.75"``)::
+JSON (`--json PATH`, written with `mha_lib.experiments.reproduce.save_results`,
+one part `"latency"` with its provenance under `"provenance"`; fraction keys
+are `str(fraction)`: `"0.0"`, `"0.25"`, `"0.5"`, `"0.75"`)::
 
     latency
       fractions         [0.0, 0.25, 0.5, 0.75]
@@ -56,17 +56,17 @@ are ``str(fraction)``: ``"0.0"``, ``"0.25"``, ``"0.5"``, ``"0.75"``)::
         cpu_ratio      {fraction: float}   the same, of CPU time
       ]
 
-Wall time (``perf_counter``, the top-level ``seconds``) is what a user waits
+Wall time (`perf_counter`, the top-level `seconds`) is what a user waits
 for; on a machine shared with other work it also counts the moments the
-process waits for a core. CPU time (``process_time``, all threads of the
-process) is read around the same samples; with ``--threads 1`` it counts the
+process waits for a core. CPU time (`process_time`, all threads of the
+process) is read around the same samples; with `--threads 1` it counts the
 work done and is far less disturbed by other jobs (still not immune: they share
 caches and memory bandwidth). Compare the two to tell noise from effect.
 
-FLOPs are counted by torch's ``FlopCounterMode`` on the eager model and
+FLOPs are counted by torch's `FlopCounterMode` on the eager model and
 recorded for both implementations: the two do the same matrix products, but
 the counter does not see inside the CPU flash kernel
-(``_scaled_dot_product_flash_attention_for_cpu``), so counted under sdpa the
+(`_scaled_dot_product_flash_attention_for_cpu`), so counted under sdpa the
 attention products would be missing.
 """
 
@@ -108,10 +108,10 @@ def build_models(path: str | None) -> dict[tuple[str, float], torch.nn.Module]:
 def interleaved_samples(
     fns: Mapping[str, Callable[[], object]], *, repeats: int, min_sample: float, warmup: int = 1
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall and CPU seconds per call of each function, ``repeats`` samples each, in repeat order.
+    """Wall and CPU seconds per call of each function, `repeats` samples each, in repeat order.
 
     The method of `mha_lib.analysis.cost.measure_latency` (warm-up, calls per
-    sample sized to ``min_sample`` of wall time, round-robin in an order rotated
+    sample sized to `min_sample` of wall time, round-robin in an order rotated
     every repeat), keeping every sample instead of only the median, and reading
     both clocks around each sample.
     """
@@ -141,7 +141,7 @@ def spread(samples: list[float]) -> float:
 
 
 def summary(samples: Mapping[str, list[float]]) -> dict:
-    """Medians, spreads and speed-ups over the full model (key ``"0.0"``) of one clock."""
+    """Medians, spreads and speed-ups over the full model (key `"0.0"`) of one clock."""
     seconds = {k: statistics.median(s) for k, s in samples.items()}
     per_repeat = {
         k: [a / b for a, b in zip(samples["0.0"], s, strict=True)] for k, s in samples.items()

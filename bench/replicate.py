@@ -3,11 +3,11 @@
     .venv/bin/python bench/replicate.py [--models none random:bert-base] [--threads 2]
                                         [--json bench/results/replicate.json]
 
-Each model runs in its own process (``python -m mha_lib.replicate``, as a reader runs it), one
+Each model runs in its own process (`python -m mha_lib.replicate`, as a reader runs it), one
 after the other, offline; the script reads the child's wall time, its CPU time and peak
-resident memory (``getrusage``), and the report's own time per measurement. On a machine
+resident memory (`getrusage`), and the report's own time per measurement. On a machine
 shared with other work the wall time is inflated by the load (its load average is recorded
-before and after); the CPU time is what the run would cost on idle cores. ``none`` is the
+before and after); the CPU time is what the run would cost on idle cores. `none` is the
 packaged MiniLM; the issue's goal is MiniLM under 5 minutes and BERT-base's shape under 20 on
 2 cores.
 """

@@ -28,14 +28,14 @@ def check_same_shape(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str)
 
 
 def check_positive_int(name: str, value: object) -> int:
-    """``value`` if it is a positive int (not a bool), else a ValueError naming ``name``."""
+    """`value` if it is a positive int (not a bool), else a ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
 
 
 def check_batches(batches: object, name: str = "batches") -> None:
-    """A ValueError naming ``name`` unless ``batches`` is a non-empty list (or other sequence)."""
+    """A ValueError naming `name` unless `batches` is a non-empty list (or other sequence)."""
     if isinstance(batches, str | bytes) or not isinstance(batches, Sequence) or not batches:
         raise ValueError(f"{name} must be a non-empty list of batches")
 

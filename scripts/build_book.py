@@ -6,7 +6,7 @@ The English build executes the notebooks (or reuses jupyter-cache's copy of an u
 The Chinese build reads the *same* cache, so it executes nothing: both editions show the same
 numbers and figures, and only the words differ, taken from locales/zh_CN (see locales/README.md).
 
-Jupyter Book's ``--config`` replaces _config.yml instead of extending it, so the Chinese config
+Jupyter Book's `--config` replaces _config.yml instead of extending it, so the Chinese config
 is written at build time: _config.yml with book/zh.yml merged over it, and the paths that
 Jupyter Book reads relative to the config file made absolute.
 """
@@ -29,7 +29,7 @@ STRICT = ["-W", "-n", "--keep-going"]
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``over`` merged into it, dictionaries key by key."""
+    """`base` with `over` merged into it, dictionaries key by key."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
@@ -40,7 +40,7 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def book_config(cache: Path, overrides: Path | None = None) -> dict[str, Any]:
-    """_config.yml (with ``overrides`` merged in) for a build that uses jupyter-cache ``cache``."""
+    """_config.yml (with `overrides` merged in) for a build that uses jupyter-cache `cache`."""
     import yaml
 
     config = yaml.safe_load((REPO / "_config.yml").read_text())
@@ -73,7 +73,7 @@ def _jupyter_book(*args: str) -> float:
 
 
 def build(path_output: Path = REPO) -> tuple[float, float]:
-    """Both editions under ``path_output/_build/html``; returns the two builds' times (s)."""
+    """Both editions under `path_output/_build/html`; returns the two builds' times (s)."""
     build_dir = path_output / "_build"
     english = _jupyter_book("--path-output", str(path_output), *STRICT)
 
@@ -91,7 +91,7 @@ def build(path_output: Path = REPO) -> tuple[float, float]:
 
 
 def gettext_build(out: Path) -> Path:
-    """Extract the book's messages into .pot files under ``out``; returns their folder."""
+    """Extract the book's messages into .pot files under `out`; returns their folder."""
     config = book_config(REPO / "_build" / ".jupyter_cache")
     # A figure's words are in its translatable copy (mha_lib.book.show), which the Chinese
     # build shows: read that one here too, and the PNG only where there is no copy.

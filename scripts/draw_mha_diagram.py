@@ -2,14 +2,14 @@
 
     .venv/bin/python scripts/draw_mha_diagram.py          # writes book/figures/mha_layer_*.svg
 
-It draws the Chinese edition's copies too, ``mha_layer_<theme>.zh_CN.svg``, with the same
-shapes and the words from ``ZH`` below: Sphinx shows a ``<name>.<language><ext>`` image in
-place of ``<name><ext>`` in a translated build (its ``figure_language_filename``).
+It draws the Chinese edition's copies too, `mha_layer_<theme>.zh_CN.svg`, with the same
+shapes and the words from `ZH` below: Sphinx shows a `<name>.<language><ext>` image in
+place of `<name><ext>` in a translated build (its `figure_language_filename`).
 
 The picture is drawn by code so that it stays consistent with the text (one colour per head,
 the shapes of every tensor); `tests/unit/test_diagram.py` checks that the committed files are what
 this script writes. Pages show the light file in the light theme and the dark file in the dark
-one (pydata-sphinx-theme's ``only-light``/``only-dark`` classes).
+one (pydata-sphinx-theme's `only-light`/`only-dark` classes).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from xml.sax.saxutils import escape
 
 OUT = Path(__file__).resolve().parents[1] / "book" / "figures"
 WIDTH, HEIGHT = 980, 430
-# The phone's copy (``mha_layer_<theme>_narrow[.zh_CN].svg``): the same layer drawn top to
+# The phone's copy (`mha_layer_<theme>_narrow[.zh_CN].svg`): the same layer drawn top to
 # bottom, as wide as a phone's column (358 px at a 390 px window), so that Concat, W_o and the
 # output are on screen and its text stays at 12 px or more. book/_ext/small_screens.py shows it
 # on narrow screens in place of the wide one (a <picture> whose source says so).
@@ -76,7 +76,7 @@ FONTS = {"": "DejaVu Sans, Helvetica, Arial, sans-serif",
 
 
 def _markup(s: str) -> str:
-    """Escape text; ``_{i}`` becomes a subscript."""
+    """Escape text; `_{i}` becomes a subscript."""
     return _SUB.sub(
         lambda m: f'<tspan baseline-shift="sub" font-size="85%">{m.group(1)}</tspan>', escape(s)
     )

@@ -2,31 +2,31 @@
 
     .venv/bin/python scripts/export_lab_model.py [--out _build/lab-model] [--force]
 
-Cached: the files are rebuilt only when an input changed (this script, ``mha_lib/bert``,
+Cached: the files are rebuilt only when an input changed (this script, `mha_lib/bert`,
 the model package's files, the chapter 5 and 6 inputs of the presets, the versions of
-torch, onnx, onnxscript and onnxruntime). ``make book`` runs it, and the book's extension
-``book/_ext/site_assets.py`` runs it too when the cache is missing, so any build of the
-book gets the model. Nothing it writes is committed: it goes under ``_build/``.
+torch, onnx, onnxscript and onnxruntime). `make book` runs it, and the book's extension
+`book/_ext/site_assets.py` runs it too when the cache is missing, so any build of the
+book gets the model. Nothing it writes is committed: it goes under `_build/`.
 
-What it writes into ``--out``:
+What it writes into `--out`:
 
-* ``minilm-lab.onnx.gz``: :class:`mha_lib.bert.lab.LabModel` (inputs ``input_ids``,
-  ``attention_mask``, float ``head_mask`` (layers, heads); outputs ``attentions``
-  (layers, heads, T, T) and ``sentence_embedding`` (1, d_model)), at the chosen precision,
+* `minilm-lab.onnx.gz`: `mha_lib.bert.lab.LabModel` (inputs `input_ids`,
+  `attention_mask`, float `head_mask` (layers, heads); outputs `attentions`
+  (layers, heads, T, T) and `sentence_embedding` (1, d_model)), at the chosen precision,
   gzip-compressed (the page inflates it with the browser's DecompressionStream: the file is
   served as it is, by any static server);
-* ``vocab.txt``: the tokenizer's WordPiece vocabulary (the page tokenizes by itself);
-* ``lab-model.json``: shapes, the precision chosen and why (every candidate's size and its
+* `vocab.txt`: the tokenizer's WordPiece vocabulary (the page tokenizes by itself);
+* `lab-model.json`: shapes, the precision chosen and why (every candidate's size and its
   largest difference from PyTorch on the book's sentences under several head masks,
   measured here with onnxruntime for Python), the presets the chapters link to, and the
   cache key.
 
 The precision rule: the smallest download (the gzip-compressed file) whose attention maps stay
-within ``MAP_TOLERANCE`` of PyTorch's (maps are what the book is about) and whose embeddings
-keep a cosine similarity to PyTorch's of at least ``COSINE_FLOOR``, over the book's sentences
+within `MAP_TOLERANCE` of PyTorch's (maps are what the book is about) and whose embeddings
+keep a cosine similarity to PyTorch's of at least `COSINE_FLOOR`, over the book's sentences
 and two longer texts under five head masks. The candidates: float32; float16 weights; every
 large weight in two byte planes at a step of 1/512 of its row's root mean square
-(:func:`to_planes`); onnxruntime's dynamic int8 quantization.
+(`to_planes`); onnxruntime's dynamic int8 quantization.
 """
 
 from __future__ import annotations
@@ -191,10 +191,10 @@ def to_fp16_weights(src: Path, dst: Path) -> None:
 
 
 def to_planes(src: Path, dst: Path, step: float = PLANES_STEP) -> None:
-    """Every large weight rounded to a step of ``step`` × its row's root mean square, stored as
+    """Every large weight rounded to a step of `step` × its row's root mean square, stored as
     two byte planes: the high byte (int8) and the low byte (uint8) of the rounded integer.
 
-    The graph rebuilds each weight as ``(high · 256 + low) · row scale`` from constants, which
+    The graph rebuilds each weight as `(high · 256 + low) · row scale` from constants, which
     onnxruntime folds once when it loads the model: the arithmetic stays float32. The planes
     are what makes the file small on the wire (the page downloads it gzip-compressed): the high
     bytes of integers that are mostly small take about three bits each once compressed, the low

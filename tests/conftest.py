@@ -1,14 +1,14 @@
 """Shared fixtures: the book, built once per test session from scratch; a tiny random BERT.
 
-The build goes into a pytest temporary directory, never into ``_build``: every test run
+The build goes into a pytest temporary directory, never into `_build`: every test run
 executes every notebook afresh (nothing is reused from a jupyter-cache), so the site
-that the tests check is exactly what ``make book`` publishes from the committed sources.
+that the tests check is exactly what `make book` publishes from the committed sources.
 
 Three environment variables help while iterating (CI sets none of them):
-``MHA_BOOK_HTML=<dir>`` checks an already built html dir instead of building,
-``MHA_BOOK_TOC=<file>`` builds (and the site test visits) only the pages of a private
-table of contents, e.g. your chapter before it is in ``_toc.yml``, and
-``MHA_BOOK_SOURCE=<dir>`` builds another book root (e.g. a small private toy book).
+`MHA_BOOK_HTML=<dir>` checks an already built html dir instead of building,
+`MHA_BOOK_TOC=<file>` builds (and the site test visits) only the pages of a private
+table of contents, e.g. your chapter before it is in `_toc.yml`, and
+`MHA_BOOK_SOURCE=<dir>` builds another book root (e.g. a small private toy book).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def book_toc() -> Path:
 
 
 def _build_command(out: Path) -> list[str]:
-    """The command that builds the session's book into ``out``."""
+    """The command that builds the session's book into `out`."""
     if "MHA_BOOK_TOC" in os.environ or "MHA_BOOK_SOURCE" in os.environ:
         # A private table of contents or another book root: English only, as jupyter-book does.
         cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_source()),
@@ -107,7 +107,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The book built once, both editions (fresh execution, warnings are errors); its html dir.
 
-    The Chinese edition is the ``zh`` folder inside it."""
+    The Chinese edition is the `zh` folder inside it."""
     prebuilt = os.environ.get("MHA_BOOK_HTML")
     if prebuilt:
         html = Path(prebuilt).resolve()
@@ -140,9 +140,9 @@ TINY_BERT = {
 @pytest.fixture(scope="session")
 def tiny_bert() -> Callable[..., Any]:
     """A maker of small random BERTs, fast enough for any unit test: ``tiny_bert(seed=0,
-    **config)`` seeds torch's global generator with ``seed``, then returns a ``BertModel`` in
-    eval mode built from :data:`TINY_BERT` with ``config``'s fields changed, e.g.
-    ``tiny_bert(vocab_size=tokenizer.vocab_size, max_position_embeddings=64)`` for MiniLM's
+    **config)` seeds torch's global generator with `seed`, then returns a `BertModel`` in
+    eval mode built from `TINY_BERT` with `config`'s fields changed, e.g.
+    `tiny_bert(vocab_size=tokenizer.vocab_size, max_position_embeddings=64)` for MiniLM's
     tokenizer. The same seed and config give the same weights."""
 
     def make(*, seed: int = 0, **config: Any) -> Any:

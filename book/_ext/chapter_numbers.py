@@ -1,9 +1,9 @@
 """Chapter and part numbers in every title, as the text names them ("chapter 4, part 3").
 
-A chapter's pages are ``notebooks/NN_*.ipynb`` (its first part) and ``notebooks/NNb_*``,
-``NNc_*`` … (its later parts). The chapter's first page is titled "4 …" and its parts "4.2 …",
+A chapter's pages are `notebooks/NN_*.ipynb` (its first part) and `notebooks/NNb_*`,
+`NNc_*` … (its later parts). The chapter's first page is titled "4 …" and its parts "4.2 …",
 "4.3 …": so the sidebar, the page's heading and every link that shows a page's title say the
-same as the prose. Sphinx's own ``numbered`` toctree cannot: it would number the live lab,
+same as the prose. Sphinx's own `numbered` toctree cannot: it would number the live lab,
 which sits between chapters 5 and 6, and call part 2 of a chapter "x.1".
 
 The number goes in after the page is translated, so both editions carry it.

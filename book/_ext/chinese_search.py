@@ -9,13 +9,13 @@ query cut as 参数 + 量 misses it.
 
 So, in the Chinese edition only, as CJK search engines do: the index holds, next to jieba's
 words, every character and every pair of neighbouring characters of a page's Chinese text, and
-the browser (``static/chinese_search.js``) cuts a query's Chinese into the words the index
+the browser (`static/chinese_search.js`) cuts a query's Chinese into the words the index
 knows, each searched as itself or, if longer than two characters, as its overlapping pairs (a
 lone character stays itself). A page that contains the phrase contains all of these, so it is
 found; so is a page that has the words apart (缩放点积 finds the chapter on scaling, which says
 缩放 and 点积 but never the phrase), ranked by Sphinx as usual.
 
-Synonyms (``html_search_options: {synonyms: {term: [synonym, ...]}}``, book/zh.yml): a page
+Synonyms (`html_search_options: {synonyms: {term: [synonym, ...]}}`, book/zh.yml): a page
 that uses the term is indexed under each synonym too, so a reader who types another book's word
 for it finds the page: d2l-zh's 注意力汇聚 finds the pages on attention sinks (注意力汇).
 
@@ -25,7 +25,7 @@ CLS unstemmed, while the browser stems the query with Porter's: it looked for cl
 nothing).
 
 The same script shows a search result's summary with its formulas as plain text (W_q, not the
-TeX source ``\\(W_q\\)`` of the page's HTML, which MathJax typesets only on the page).
+TeX source `\\(W_q\\)` of the page's HTML, which MathJax typesets only on the page).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
 def characters_and_pairs(text: str) -> list[str]:
-    """Every CJK character of ``text`` and every pair of neighbouring ones, in order."""
+    """Every CJK character of `text` and every pair of neighbouring ones, in order."""
     found: list[str] = []
     for run in _CJK_RUN.findall(text):
         found += list(run)

@@ -1,30 +1,30 @@
 """Bold and italics that end on Chinese punctuation, followed by a Chinese character.
 
-CommonMark decides whether ``**`` can close emphasis from its two neighbours: after
-punctuation, a closing ``**`` must be followed by a space or punctuation. Chinese has no
-spaces between words, so ``**成立。**在这份目录上`` stays literal asterisks, and so do
-``在**「引用」**之后`` and ``**开放问题。**Cordonnier``. As the fix proposed for CommonMark
+CommonMark decides whether `**` can close emphasis from its two neighbours: after
+punctuation, a closing `**` must be followed by a space or punctuation. Chinese has no
+spaces between words, so `**成立。**在这份目录上` stays literal asterisks, and so do
+`在**「引用」**之后` and `**开放问题。**Cordonnier`. As the fix proposed for CommonMark
 (markdown-it's "cjk-friendly" plugin) does, full-width punctuation counts as a letter (it
 carries its own spacing), and a CJK character stands where the rule asks for a space or
 punctuation. A delimiter next to a CJK character still never counts as next to a space, so
-``在**加粗**里`` opens and closes as before, and text without CJK parses as CommonMark.
+`在**加粗**里` opens and closes as before, and text without CJK parses as CommonMark.
 
 The patch replaces markdown-it's delimiter scan for the whole build (both editions: English
 pages quote the article's Chinese too); tests/book/test_cjk_emphasis.py checks both halves.
 
 Chinese has no italics either: a slanted 汉字 is a machine's fake, not a form of the type. In the
 Chinese edition only, emphasis that holds Chinese is marked for the way Chinese typesetting
-emphasises (``_static/book.css`` draws it, with ``font-style: normal``):
+emphasises (`_static/book.css` draws it, with `font-style: normal`):
 
-- a word or a short phrase (at most ``SHORT`` characters, no sentence punctuation) in bold
-  (class ``mha-cjk-bold``), as d2l-zh and Chinese textbooks mark a stressed word;
+- a word or a short phrase (at most `SHORT` characters, no sentence punctuation) in bold
+  (class `mha-cjk-bold`), as d2l-zh and Chinese textbooks mark a stressed word;
 - a longer run, a sentence (the translated glosses of the article in the claims ledger and the
-  chapters) in 楷体, KaiTi (class ``mha-cjk-kai``), as Chinese books set quotations and as
-  LaTeX's ctex maps a Chinese emphasis (``\\emph``) to 楷体; where no KaiTi font is
+  chapters) in 楷体, KaiTi (class `mha-cjk-kai`), as Chinese books set quotations and as
+  LaTeX's ctex maps a Chinese emphasis (`\\emph`) to 楷体; where no KaiTi font is
   installed, a Song (serif) face still sets the run apart from the sans-serif text.
 
-No ``<em>`` is left around Chinese: a word becomes ``<strong>`` (still emphasis to a screen
-reader), a run in 楷体 a ``<span>``, so nothing is italic even where the style sheet is not
+No `<em>` is left around Chinese: a word becomes `<strong>` (still emphasis to a screen
+reader), a run in 楷体 a `<span>`, so nothing is italic even where the style sheet is not
 loaded (reader views, feeds, a page saved without its CSS). English text and the English
 edition are untouched.
 """
@@ -47,7 +47,7 @@ _CJK = re.compile(
 
 
 def is_cjk(char: str) -> bool:
-    """Whether ``char`` is a CJK character or CJK punctuation."""
+    """Whether `char` is a CJK character or CJK punctuation."""
     return bool(_CJK.match(char))
 
 
@@ -59,7 +59,7 @@ BOLD, KAI = "mha-cjk-bold", "mha-cjk-kai"
 
 
 def chinese_emphasis(text: str) -> str | None:
-    """How emphasis of ``text`` is drawn in the Chinese edition: ``BOLD``, ``KAI``, or None
+    """How emphasis of `text` is drawn in the Chinese edition: `BOLD`, `KAI`, or None
     (text without Chinese keeps its italics)."""
     if not _HAN.search(text):
         return None
@@ -68,7 +68,7 @@ def chinese_emphasis(text: str) -> str | None:
 
 class ChineseEmphasis(SphinxPostTransform):
     """Redraw every emphasis that holds Chinese (after citations and glue are resolved): no
-    ``<em>``, which any reader without our style sheet shows in italics."""
+    `<em>`, which any reader without our style sheet shows in italics."""
 
     default_priority = 900
     formats = ("html",)
@@ -88,7 +88,7 @@ class ChineseEmphasis(SphinxPostTransform):
 
 
 def scan_delims(self: StateInline, start: int, canSplitWord: bool) -> Scanned:  # noqa: N803
-    """markdown-it's ``StateInline.scanDelims``, with CJK neighbours in the flanking rule."""
+    """markdown-it's `StateInline.scanDelims`, with CJK neighbours in the flanking rule."""
     pos = start
     maximum = self.posMax
     marker = self.src[start]
@@ -121,7 +121,7 @@ def scan_delims(self: StateInline, start: int, canSplitWord: bool) -> Scanned:  
 
 
 def install() -> None:
-    """Use :func:`scan_delims` in every markdown-it parser of this process."""
+    """Use `scan_delims` in every markdown-it parser of this process."""
     StateInline.scanDelims = scan_delims  # type: ignore[method-assign]
 
 

@@ -72,7 +72,7 @@ class ChineseSpacing(SphinxPostTransform):
 
 
 def _owner(text: nodes.Text, block: nodes.Element) -> nodes.Element:
-    """The innermost block (a paragraph, a title, not an inline) that holds ``text``."""
+    """The innermost block (a paragraph, a title, not an inline) that holds `text`."""
     node = text.parent
     while node is not None and node is not block:
         if isinstance(node, nodes.TextElement) and not isinstance(node, nodes.Inline):

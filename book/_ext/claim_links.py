@@ -1,14 +1,14 @@
 """Links to the claims ledger's rows: ``{claim}`5c``` reads "claim 5c" and opens that row.
 
-The ledger (``book/claims``) is one table whose first column numbers the article's claims.
-Each of its rows gets the id ``claim-<number>``; the role links to it, in the edition's own
+The ledger (`book/claims`) is one table whose first column numbers the article's claims.
+Each of its rows gets the id `claim-<number>`; the role links to it, in the edition's own
 words ("claim 5c", "论断 5c"), so a translation keeps the role as it is. A role that names a
 row the ledger does not have is a warning, which fails the book's strict build: a link can
 never point at a row that was renumbered or removed.
 
 ``{verdicts}`nuanced``` prints how many of the article's claims (the ledger's first table) have
-a verdict that starts with that class (``supported``, ``nuanced``, ``contradicted``,
-``not supported``, ``not testable``; ``all`` counts the rows; ``part contradicted`` counts the
+a verdict that starts with that class (`supported`, `nuanced`, `contradicted`,
+`not supported`, `not testable`; `all` counts the rows; `part contradicted` counts the
 verdicts that contradict at least part of a claim), read from the English source,
 so the ledger's summary counts its own rows in both editions and can never go stale.
 """
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 class claim_reference(nodes.Inline, nodes.TextElement):  # noqa: N801 - docutils' node style
-    """A ``{claim}`` role, resolved once the ledger's rows are known."""
+    """A `{claim}` role, resolved once the ledger's rows are known."""
 
 
 def claim_role(
@@ -64,7 +64,7 @@ def leading_verdicts(markdown: str) -> list[str]:
     """The leading verdict class of each row of the ledger's first table, in order.
 
     A verdict may join two classes ("supported for the symptom, contradicted for the cause");
-    the one it starts with leads. A verdict that starts with none of :data:`CLASSES` is an
+    the one it starts with leads. A verdict that starts with none of `CLASSES` is an
     error: the summary would miscount it.
     """
     classes = []
@@ -122,7 +122,7 @@ def _merge(app: Sphinx, env: BuildEnvironment, docnames: Any, other: BuildEnviro
 
 
 class ResolveClaims(SphinxPostTransform):
-    """Every ``{claim}`` becomes a link to its ledger row, or a warning if there is none."""
+    """Every `{claim}` becomes a link to its ledger row, or a warning if there is none."""
 
     default_priority = 5
 

@@ -2,7 +2,7 @@
 
 sphinx-thebe 0.3.1 and sphinx-togglebutton register inline scripts that reach the page
 twice under Sphinx 7.4 (once with filename None, once with ""); the repeated
-``const THEBE_JS_URL`` is a SyntaxError in every reader's console.
+`const THEBE_JS_URL` is a SyntaxError in every reader's console.
 """
 
 from __future__ import annotations

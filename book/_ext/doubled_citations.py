@@ -3,7 +3,7 @@
 A page that writes the authors and then a parenthetical citation, ``Tenney et al.
 {cite}`tenney2019```, prints them twice, "Tenney et al. [Tenney et al., 2019]" (and its
 translation "Tenney 等人 [Tenney 等人, 2019]"). What was meant is the textual citation,
-``{cite:t}``: "Tenney et al. [2019]". So, in both editions, a parenthetical citation of one
+`{cite:t}`: "Tenney et al. [2019]". So, in both editions, a parenthetical citation of one
 work whose text just before it ends with the very names the citation would print keeps only
 its year (and stays the link to the bibliography). A citation of several works, or one after
 other words, is left alone.
@@ -36,7 +36,7 @@ class DoubledCitations(SphinxPostTransform):
 
 
 def collapse(citation: nodes.inline) -> bool:
-    """Drop the names from ``citation`` ("[Tenney et al., 2019]") if the text just before it
+    """Drop the names from `citation` ("[Tenney et al., 2019]") if the text just before it
     ends with them; whether it did."""
     refs = [c for c in citation.children if isinstance(c, nodes.reference)]
     text = citation.astext()
@@ -53,7 +53,7 @@ def collapse(citation: nodes.inline) -> bool:
 
 
 def text_before(node: nodes.Node) -> str:
-    """The run of text just before ``node`` among its siblings (a line break in the source is
+    """The run of text just before `node` among its siblings (a line break in the source is
     a text of its own)."""
     parent = node.parent
     index = parent.index(node)

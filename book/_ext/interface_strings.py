@@ -4,7 +4,7 @@ Sphinx, pydata-sphinx-theme and sphinx-book-theme ship zh_CN catalogues, but the
 three ways, and each would leave English (or another Chinese) on every Chinese page:
 
 - newer strings are missing from them ("Repository", "Open issue", "Link to this term", the
-  footer's "© Copyright ..."): our catalogue ``locales/zh_CN/LC_MESSAGES/_interface.po``
+  footer's "© Copyright ..."): our catalogue `locales/zh_CN/LC_MESSAGES/_interface.po`
   answers for every loaded catalogue;
 - some translations are not the mainland's: the book theme prints "列印成 PDF" (Taiwan's word
   for print), where zh-CN says 打印: where our catalogue has a message, ours is used, before the
@@ -78,9 +78,9 @@ def messages(translations: gettext.GNUTranslations) -> dict[str, str]:
 
 
 def put_first(translator: gettext.NullTranslations, ours: gettext.GNUTranslations) -> None:
-    """Make ``ours`` answer first for ``translator``: its messages replace the translator's own
+    """Make `ours` answer first for `translator`: its messages replace the translator's own
     (the object stays the same, so every template and module holding it sees the change), and
-    ``ours`` answers what the translator lacks."""
+    `ours` answers what the translator lacks."""
     own = getattr(translator, "_catalog", None)
     if own is not None:
         own.update(messages(ours))
@@ -88,7 +88,7 @@ def put_first(translator: gettext.NullTranslations, ours: gettext.GNUTranslation
 
 
 def translate_attributes(page: str, catalogue: dict[str, str]) -> str:
-    """``page`` with every listed attribute whose whole value is a message of ``catalogue``
+    """`page` with every listed attribute whose whole value is a message of `catalogue`
     replaced by that message's translation."""
 
     def one(match: re.Match[str]) -> str:
@@ -126,7 +126,7 @@ def _install(app: Sphinx) -> None:
 def _translate_theme_options(app: Sphinx, config: Config) -> None:
     """Jupyter Book sets the search field's text as a theme option, which no theme translates.
 
-    And the footer's author line comes from our template (``templates/author.html``): the
+    And the footer's author line comes from our template (`templates/author.html`): the
     catalogue's "作者：" takes no space after it."""
     if not is_translated(config):
         return

@@ -1,9 +1,9 @@
 """A link on every page to the same page in the book's other language.
 
-The English site is at the root and the Chinese one under ``zh/`` (scripts/build_book.py), with
+The English site is at the root and the Chinese one under `zh/` (scripts/build_book.py), with
 the same page names and the same section ids (Sphinx keeps a section's id when it translates
-its title), so the other edition of ``notebooks/01_qkv_lookup.html#a-soft-lookup`` is
-``zh/notebooks/01_qkv_lookup.html#a-soft-lookup``. The link sits in the page's header, before
+its title), so the other edition of `notebooks/01_qkv_lookup.html#a-soft-lookup` is
+`zh/notebooks/01_qkv_lookup.html#a-soft-lookup`. The link sits in the page's header, before
 the theme's buttons; a click carries the section the reader is at over to the other edition.
 """
 
@@ -26,7 +26,7 @@ EDITIONS = {
 
 
 def other_edition_url(pagename: str, chinese: bool) -> str:
-    """The relative URL of ``pagename`` in the other edition, from ``pagename`` itself."""
+    """The relative URL of `pagename` in the other edition, from `pagename` itself."""
     up = "../" * pagename.count("/")
     return f"{up}../{pagename}.html" if chinese else f"{up}{ZH_FOLDER}/{pagename}.html"
 

@@ -1,8 +1,8 @@
 """Name the sidebar's expand/collapse toggles, so that screen readers can say what they open.
 
-pydata-sphinx-theme 0.17 draws a chapter that has parts (``sections:`` in ``_toc.yml``) as a
-link followed by ``<details><summary>`` holding only a chevron icon, and an empty summary
-has no accessible name (axe-core: ``summary-name``, serious). After the html build, each such
+pydata-sphinx-theme 0.17 draws a chapter that has parts (`sections:` in `_toc.yml`) as a
+link followed by `<details><summary>` holding only a chevron icon, and an empty summary
+has no accessible name (axe-core: `summary-name`, serious). After the html build, each such
 toggle gets the label "Parts of <chapter title>". The site test runs axe-core on every page.
 """
 
@@ -25,7 +25,7 @@ _TOGGLE = re.compile(
 
 
 def name_toggles(page: str, label_format: str = LABEL) -> str:
-    """Give every nameless sidebar ``<summary>`` after a chapter link an aria-label."""
+    """Give every nameless sidebar `<summary>` after a chapter link an aria-label."""
 
     def label(match: re.Match[str]) -> str:
         title = html.unescape(match.group(2)).strip()

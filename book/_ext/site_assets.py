@@ -2,27 +2,27 @@
 
 After an html build:
 
-* the pinned npm packages (``package.json`` / ``package-lock.json`` at the book root,
-  installed with ``npm ci``) are copied into ``_static/vendor/``: MathJax (``_config.yml``
-  points ``mathjax_path`` there), and require.js, d3 and jQuery, which bertviz's views load;
+* the pinned npm packages (`package.json` / `package-lock.json` at the book root,
+  installed with `npm ci`) are copied into `_static/vendor/`: MathJax (`_config.yml`
+  points `mathjax_path` there), and require.js, d3 and jQuery, which bertviz's views load;
 * every page's references to bertviz's CDN copies of those three are rewritten to the local
   ones (the notebooks keep bertviz's own HTML, so they still work in Jupyter), and any
-  reference left to a CDN is a build warning (an error under ``-W``);
-* when the lab page (``book/lab``) was built: ``scripts/export_lab_model.py`` (cached; a
+  reference left to a CDN is a build warning (an error under `-W`);
+* when the lab page (`book/lab`) was built: `scripts/export_lab_model.py` (cached; a
   no-op when its inputs did not change) writes the ONNX model, and the model, its vocabulary,
-  the lab's JavaScript modules and CSS (every ``lab/*.js`` and ``lab/*.css``), the
-  benchmark's committed numbers (``bench/results/lab.json``) and ONNX Runtime Web's
-  WebAssembly build go into ``_static/lab/`` and ``_static/vendor/onnxruntime-web/``.
+  the lab's JavaScript modules and CSS (every `lab/*.js` and `lab/*.css`), the
+  benchmark's committed numbers (`bench/results/lab.json`) and ONNX Runtime Web's
+  WebAssembly build go into `_static/lab/` and `_static/vendor/onnxruntime-web/`.
 
-The Chinese edition (``zh/`` inside the English site, scripts/build_book.py) serves none of the
-lab's files itself: with ``mha_lab_files_from`` set (book/zh.yml: ``"../"``, the English site
+The Chinese edition (`zh/` inside the English site, scripts/build_book.py) serves none of the
+lab's files itself: with `mha_lab_files_from` set (book/zh.yml: `"../"`, the English site
 relative to this one), its lab page loads the lab's script and style sheet, and with them the
-model, the vocabulary and ONNX Runtime Web, from the English site's ``_static``. One copy
+model, the vocabulary and ONNX Runtime Web, from the English site's `_static`. One copy
 (about 48 MB) serves both editions, and a reader who switches language downloads nothing
 again: the browser has those very URLs already.
 
-So the built site works offline from any static server. Set ``MHA_NODE_MODULES`` to use
-another ``node_modules`` directory (a temporary copy of the book, say).
+So the built site works offline from any static server. Set `MHA_NODE_MODULES` to use
+another `node_modules` directory (a temporary copy of the book, say).
 """
 
 from __future__ import annotations
@@ -141,10 +141,10 @@ def export_lab_model(srcdir: Path) -> Path:
 
 
 def share_lab_files(page: Path, up: str, depth: int) -> None:
-    """Point the lab page's script and style sheet at another site's copy (``up``: "../").
+    """Point the lab page's script and style sheet at another site's copy (`up`: "../").
 
-    ``depth`` is the page's folder depth in its own site: the link becomes exactly
-    ``"../" * depth + up``, so an incremental build, which finds the page already pointed
+    `depth` is the page's folder depth in its own site: the link becomes exactly
+    `"../" * depth + up`, so an incremental build, which finds the page already pointed
     there when Sphinx did not write it again, leaves it as it is.
     """
     text = page.read_text(encoding="utf-8")

@@ -1,48 +1,48 @@
 """Pages that read on a phone: a table that stacks its rows, figures never scaled below 9 px text.
 
-The CSS is in ``_static/book.css`` (section 4); this extension adds, to each page's html body,
+The CSS is in `_static/book.css` (section 4); this extension adds, to each page's html body,
 what that CSS cannot compute itself:
 
-1. **Tables that become cards.** The tables of the pages that ``mha_card_tables`` lists
-   (``_config.yml``: the claims ledger) get the class ``mha-cards`` and are shown on a narrow
-   screen as one card per row. (A class from the page's source, e.g. a ``{container}`` around
+1. **Tables that become cards.** The tables of the pages that `mha_card_tables` lists
+   (`_config.yml`: the claims ledger) get the class `mha-cards` and are shown on a narrow
+   screen as one card per row. (A class from the page's source, e.g. a `{container}` around
    the table, would keep Sphinx from translating the table's cells: the Chinese edition showed
-   them in English.) Each body cell gets ``data-label``, the
+   them in English.) Each body cell gets `data-label`, the
    text of its column's header (translated in the Chinese edition, since the header is), which
    the card shows above the cell; the first cell becomes the row's header
-   (``<th scope="row">``); and the table's parts carry their ARIA roles (table, rowgroup, row,
+   (`<th scope="row">`); and the table's parts carry their ARIA roles (table, rowgroup, row,
    columnheader, rowheader, cell), so that a screen reader still meets a table with its headers
    when CSS displays those parts as blocks (browsers have dropped table semantics for
-   ``display: block`` tables; the roles keep them). A cell's toggle, a ``<details>`` typed
+   `display: block` tables; the roles keep them). A cell's toggle, a `<details>` typed
    in the cell's Markdown after its short text (the ledger's full measurement, behind "The
    full measurement"), comes out of Sphinx inside the cell's paragraph, where html allows no
    block: a browser would end the paragraph there and leave an empty one after the toggle.
    It is moved out, after the paragraph, and what it holds becomes a paragraph of its own.
 2. **Figures that fit, and open at full size.** The book's rule (CONTRIBUTING.md,
    tests/book/test_site.py) is that a figure's smallest text is at least 9 px as shown. A figure
-   shown through ``mha_lib.book.show`` carries its smallest text in image pixels
-   (``data-min-text-px``); from it and the image's width this module computes the figure's
+   shown through `mha_lib.book.show` carries its smallest text in image pixels
+   (`data-min-text-px`); from it and the image's width this module computes the figure's
    *readable width*, at which that text is 9 px. On a phone's 358 px column most figures are
    narrower than that (a 687 px figure whose smallest text is 15 px needs 413 px). Such a figure
    is not widened past the column (it was: then it scrolled inside its output box, cut at the
    column's edge with nothing to say so): it fits the screen, so that the reader sees all of
-   it at once, and it is wrapped in ``<div class="mha-zoomable" data-readable-width=...>`` with
-   a button, "Tap to enlarge" (translated), that ``_static/small_screens.js`` shows whenever the
+   it at once, and it is wrapped in `<div class="mha-zoomable" data-readable-width=...>` with
+   a button, "Tap to enlarge" (translated), that `_static/small_screens.js` shows whenever the
    figure is shown narrower than its readable width, and that opens the figure at its full
    size (its own pixels, as on a desktop) in a full-screen view that pans. A figure readable at
    the column's width is shown as it is, without a button.
-3. **A narrow drawing for a narrow screen.** An SVG image ``<name>.svg`` (or its translation
-   ``<name>.zh_CN.svg``) with a sibling ``<name>_narrow.svg`` (``<name>_narrow.zh_CN.svg``)
+3. **A narrow drawing for a narrow screen.** An SVG image `<name>.svg` (or its translation
+   `<name>.zh_CN.svg`) with a sibling `<name>_narrow.svg` (`<name>_narrow.zh_CN.svg`)
    drawn for a phone's column (the layer diagram: scripts/draw_mha_diagram.py) is shown as a
-   ``<picture>`` whose ``<source media="(max-width: 44.99em)">`` is the narrow file (copied
-   into ``_images``). Any other SVG image keeps its readable ``min-width`` and scrolls inside
-   its link to the full-size file (``a.image-reference``, given the class ``mha-scroll``).
+   `<picture>` whose `<source media="(max-width: 44.99em)">` is the narrow file (copied
+   into `_images`). Any other SVG image keeps its readable `min-width` and scrolls inside
+   its link to the full-size file (`a.image-reference`, given the class `mha-scroll`).
 4. **What scrolls says so.** A table, a formula or any figure still cut by the box it scrolls
-   in gets a visible hint beside that box ("Scrolls sideways", class ``mha-more``), written by
-   ``_static/small_screens.js`` after layout (only the browser knows what overflows); a display
+   in gets a visible hint beside that box ("Scrolls sideways", class `mha-more`), written by
+   `_static/small_screens.js` after layout (only the browser knows what overflows); a display
    formula up to a third too wide is set smaller to fit instead. The words of the button, the
-   view and the hints are the page's (``<div id="mha-small-screens" data-...>``, written here,
-   translated through ``locales/zh_CN/LC_MESSAGES/_interface.po``).
+   view and the hints are the page's (`<div id="mha-small-screens" data-...>`, written here,
+   translated through `locales/zh_CN/LC_MESSAGES/_interface.po`).
 """
 
 from __future__ import annotations
@@ -95,19 +95,19 @@ def _text(fragment: str) -> str:
 
 
 def _with_attrs(start_tag: str, attrs: str) -> str:
-    """``<tag ...>`` with ``attrs`` added after the tag name."""
+    """`<tag ...>` with `attrs` added after the tag name."""
     name = re.match(r"<\w+", start_tag).group(0)
     return name + " " + attrs + start_tag[len(name) :]
 
 
 def details_out_of_paragraphs(html_text: str) -> str:
-    """``<p>short <details><summary>S</summary>more</details></p>`` as
-    ``<p>short</p><details><summary>S</summary><p>more</p></details>`` (see the module, 1)."""
+    """`<p>short <details><summary>S</summary>more</details></p>` as
+    `<p>short</p><details><summary>S</summary><p>more</p></details>` (see the module, 1)."""
     return _DETAILS_IN_P.sub(r"<p>\1</p><details>\2<p>\3</p></details>", html_text)
 
 
 def stack_table(table: str) -> str:
-    """One ``<table>`` of Sphinx's html, labelled for display as cards (see the module)."""
+    """One `<table>` of Sphinx's html, labelled for display as cards (see the module)."""
     table = details_out_of_paragraphs(table)
     labels = [_text(cell) for cell in re.findall(r"<th\b[^>]*>(.*?)</th>", table, flags=re.S)]
 
@@ -141,7 +141,7 @@ def stack_table(table: str) -> str:
 
 
 def png_width(src: str) -> int | None:
-    """The pixel width of a ``data:image/png;base64,`` image (its IHDR chunk), else None.
+    """The pixel width of a `data:image/png;base64,` image (its IHDR chunk), else None.
 
     The SVG copy of a figure in the Chinese edition (mha_lib.book.show) gives its width in
     pixels too: the PNG's."""
@@ -160,7 +160,7 @@ def png_width(src: str) -> int | None:
 
 
 def _font_px(value: str | None, parent: float) -> float:
-    """A ``font-size`` (user units, px or percent) given the parent's, in user units."""
+    """A `font-size` (user units, px or percent) given the parent's, in user units."""
     if not value:
         return parent
     value = value.strip()
@@ -177,7 +177,7 @@ def _font_px(value: str | None, parent: float) -> float:
 def svg_text_px(svg: Path) -> tuple[float, float] | None:
     """(smallest text in the image's own pixels, its intrinsic width) of an SVG file, or None.
 
-    Sub- and superscripts (a ``baseline-shift``) are not counted, as in matplotlib figures."""
+    Sub- and superscripts (a `baseline-shift`) are not counted, as in matplotlib figures."""
     root = ET.parse(svg).getroot()
     box = (root.get("viewBox") or "").replace(",", " ").split()
     view_width = float(box[2]) if len(box) == 4 else None
@@ -210,12 +210,12 @@ def svg_text_px(svg: Path) -> tuple[float, float] | None:
 
 
 def readable_width(width: float, min_text_px: float) -> int:
-    """The shown width (CSS px) at which text of ``min_text_px`` image pixels is 9 px."""
+    """The shown width (CSS px) at which text of `min_text_px` image pixels is 9 px."""
     return math.ceil(width * MIN_TEXT_PX / min_text_px)
 
 
 def _add_min_width(img: str, px: int) -> str:
-    """``img`` with ``min-width:<px>px`` in its style."""
+    """`img` with `min-width:<px>px` in its style."""
     style = re.search(r'\sstyle="([^"]*)"', img)
     if style is None:
         return _with_attrs(img, f'style="min-width:{px}px"')
@@ -230,7 +230,7 @@ def _attr(tag: str, name: str) -> str | None:
 
 
 def zoomable(img: str, readable: int, words: dict[str, str] | None = None) -> str:
-    """A figure ``img`` that fits the column, with its button to enlarge it (see the module)."""
+    """A figure `img` that fits the column, with its button to enlarge it (see the module)."""
     w = {**WORDS, **(words or {})}
     return (
         f'<div class="{ZOOM_CLASS}" data-readable-width="{readable}">{img}'
@@ -240,7 +240,7 @@ def zoomable(img: str, readable: int, words: dict[str, str] | None = None) -> st
 
 
 def narrow_name(name: str) -> str:
-    """``mha_layer_light.zh_CN.svg`` → ``mha_layer_light_narrow.zh_CN.svg``."""
+    """`mha_layer_light.zh_CN.svg` → `mha_layer_light_narrow.zh_CN.svg`."""
     stem, dot, rest = name.partition(".")
     return stem + NARROW + dot + rest
 
@@ -250,8 +250,8 @@ def readable_figures(
 ) -> str:
     """Every figure of a page's body fitted or kept readable (see the module).
 
-    ``svg_file`` maps an image's ``src`` to its SVG file (or None); ``narrow`` maps it to the
-    ``src`` of its narrow drawing (or None)."""
+    `svg_file` maps an image's `src` to its SVG file (or None); `narrow` maps it to the
+    `src` of its narrow drawing (or None)."""
 
     def png(match: re.Match[str]) -> str:
         img = match.group(0)
@@ -295,7 +295,7 @@ def words_div(words: dict[str, str]) -> str:
 
 
 def _svg_files(app: Sphinx) -> dict[str, Path]:
-    """The book's SVG images by their name in ``_images``, as source files."""
+    """The book's SVG images by their name in `_images`, as source files."""
     found = {}
     for source, (_docs, name) in app.env.images.items():
         if name.lower().endswith(".svg"):
@@ -304,7 +304,7 @@ def _svg_files(app: Sphinx) -> dict[str, Path]:
 
 
 def _mark_card_tables(app: Sphinx, doctree: nodes.document) -> None:
-    """The tables of the pages in ``mha_card_tables`` get the class that stacks them."""
+    """The tables of the pages in `mha_card_tables` get the class that stacks them."""
     if app.env.docname in app.config.mha_card_tables:
         for table in doctree.findall(nodes.table):
             table["classes"].append(CARDS_CLASS)

@@ -5,7 +5,7 @@ notebook page myst-nb parses that as plain MyST, without the notebook's glue dat
 ``{glue:text}`key``` fails ("No key ... found in glue data"). Cross-page glue does not have
 this problem: it is resolved later, from the glue cache that myst-nb writes for every notebook.
 So, in a translated message only, this extension spells an in-page glue reference as a reference
-to the page itself (``01_qkv_lookup.ipynb::key``): same value, resolved the way that works.
+to the page itself (`01_qkv_lookup.ipynb::key`): same value, resolved the way that works.
 
 In both editions, a glued negative number is printed with a minus sign (U+2212), as text
 typesetting writes it, not with the hyphen that Python's formatting gives: "−2.9", not "-2.9".
@@ -27,13 +27,13 @@ _IN_PAGE_GLUE = re.compile(r"\{(glue(?::[a-z]+)?)\}`(?![^`]*::)([^`]+)`")
 
 
 def _with_format(content: str) -> str:
-    """``key`` as ``key:s``: a cross-page reference reads the text after its last colon as
+    """`key` as `key:s`: a cross-page reference reads the text after its last colon as
     the format, so a key without one would lose its last character to the separator."""
     return content if ":" in content else content + ":s"
 
 
 def as_references_to(page: str, text: str) -> str:
-    """``text`` with each in-page glue role spelt as a reference to ``page`` (a notebook)."""
+    """`text` with each in-page glue role spelt as a reference to `page` (a notebook)."""
     return _IN_PAGE_GLUE.sub(
         lambda m: f"{{{m.group(1)}}}`{page}::{_with_format(m.group(2))}`", text
     )
@@ -58,12 +58,12 @@ _SIGN = re.compile(r"(?<![\w.])-(?=\.?\d)")
 
 
 def with_minus_signs(text: str) -> str:
-    """``text`` with each negative number's hyphen as a minus sign."""
+    """`text` with each negative number's hyphen as a minus sign."""
     return _SIGN.sub(MINUS, text)
 
 
 class GluedMinusSigns(SphinxPostTransform):
-    """Glued text (myst-nb's ``pasted-text``, in-page or from another page) with minus signs."""
+    """Glued text (myst-nb's `pasted-text`, in-page or from another page) with minus signs."""
 
     default_priority = 700  # after myst-nb has resolved glue from other pages (5)
 

@@ -5,10 +5,10 @@ text of the page. Glued values are numbers and names only (tests/book/test_book.
 string with English words that is not a listed name): every sentence around them is written in
 the page, so the catalogues translate it like any other paragraph. Two outputs of code still
 carry words, because they are written by the code that draws or tabulates, not by the prose:
-the alt text that ``mha_lib.book.show`` writes on each figure, the words drawn in the figure
-(titles, axes, legends: the text elements of the SVG copy that ``show`` adds for this build),
-and the ``aria-label``, the column headers (``<th>``) and the cells (``<td>``) that
-``mha_lib.book.html_table`` puts on each table. This extension gives those to the page's
+the alt text that `mha_lib.book.show` writes on each figure, the words drawn in the figure
+(titles, axes, legends: the text elements of the SVG copy that `show` adds for this build),
+and the `aria-label`, the column headers (`<th>`) and the cells (`<td>`) that
+`mha_lib.book.html_table` puts on each table. This extension gives those to the page's
 catalogue, with every number replaced by a placeholder:
 
 - under the gettext builder it adds "Log-log plot ... from {0} to {1}" to the page's messages;
@@ -21,7 +21,7 @@ Their words depend on deterministic results only (a timing enters an alt text as
 every machine extracts the same templates. An alt text without a translation stays as it is
 (the untranslated-message check covers the page's own text only).
 
-Which of these texts are messages is one rule for all of them (``worth_translating``): a text
+Which of these texts are messages is one rule for all of them (`worth_translating`): a text
 holding a lowercase word of three letters or more that is not a single identifier. So a table
 cell that is a number ("0.80", "1e-04"), a capability, a version or a commit ("AVX2",
 "2.13.0+cpu", "d0af9f9fbb"), a type or an exception ("float64", "KeyError"), capitalised
@@ -29,7 +29,7 @@ names ("Xavier, AdamW") or a code name ("seed_baseline", "W_q/W_k") is not a mes
 as it is; a cell with words is one ("soft (attention)"). A cell that quotes an English example
 (a sentence the model reads, one of its words, a dependency label, a result file's part name)
 is a message too, and its translation is the English itself with the translator's comment
-``keep`` (scripts/catalogues.py accepts that): the catalogue says it stays English on purpose.
+`keep` (scripts/catalogues.py accepts that): the catalogue says it stays English on purpose.
 
 Two smaller transforms keep the catalogues to what a translator should see: displayed
 equations are not messages, and the sidebar's part captions, inserted after Sphinx translated
@@ -82,7 +82,7 @@ _CJK_FONTS = (
 
 
 def template(text: str) -> tuple[str, list[str]]:
-    """``text`` with each number replaced by {0}, {1}, ...; and the numbers, in order.
+    """`text` with each number replaced by {0}, {1}, ...; and the numbers, in order.
 
     Apostrophes are spelt ’, as Sphinx's smart quotes spell them in the page's own text."""
     text = text.replace("'", "’")
@@ -174,7 +174,7 @@ def is_translated(config: Config) -> bool:
 
 
 def catalogue_path(app: Sphinx, name: str) -> Path | None:
-    """The build language's catalogue ``name`` (e.g. "notebooks/01_qkv_lookup.po"), if any."""
+    """The build language's catalogue `name` (e.g. "notebooks/01_qkv_lookup.po"), if any."""
     for folder in app.config.locale_dirs:
         path = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES", name)
         if path.is_file():
@@ -189,7 +189,7 @@ def page_catalogue(app: Sphinx, docname: str) -> dict[str, str]:
 
 
 def translate(text: str, catalogue: dict[str, str]) -> str:
-    """``text`` translated through its template, or unchanged when the catalogue lacks it."""
+    """`text` translated through its template, or unchanged when the catalogue lacks it."""
     pattern, numbers = template(text)
     translated = catalogue.get(pattern)
     return fill(translated, numbers) if translated else text
@@ -209,7 +209,7 @@ def translate_html(source: str, catalogue: dict[str, str]) -> str:
 
     source = _SVG.sub(figure, source)
     # The copy takes the English output's place, so it takes its container's class too: the
-    # theme scrolls a ``.cell_output .output`` sideways when a figure is wider than a phone.
+    # theme scrolls a `.cell_output .output` sideways when a figure is wider than a phone.
     source = source.replace('<div class="mha-figure">', _FIGURE_CONTAINER)
     for pattern in _WORDED:
         source = pattern.sub(

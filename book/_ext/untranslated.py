@@ -3,7 +3,7 @@
 Sphinx shows the English text of a message that has no translation, silently: a paragraph
 added to the English page after the catalogues were last updated would appear in English on the
 Chinese page and nobody would know. With warnings as errors this makes the Chinese build fail
-instead, naming the page and the message; ``make catalogues`` then brings the message in.
+instead, naming the page and the message; `make catalogues` then brings the message in.
 """
 
 from __future__ import annotations

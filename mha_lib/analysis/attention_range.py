@@ -5,8 +5,8 @@ that spreads its weight evenly already looks (T² − 1) / (3T) tokens away on
 average, and long sentences make every head look "far". So each sentence's
 distance is divided by that uniform value, giving a ratio (1 = as far as a
 uniform head; below 1 = more local), and the spread over sentences is kept so
-that a layer's curve comes with an interval. ``[CLS]`` and ``[SEP]`` can be
-dropped first (rows renormalised): a head that parks its weight on ``[CLS]``
+that a layer's curve comes with an interval. `[CLS]` and `[SEP]` can be
+dropped first (rows renormalised): a head that parks its weight on `[CLS]`
 otherwise looks "far" from every late token.
 """
 
@@ -21,13 +21,13 @@ from mha_lib._checks import check_floating, check_positive_int
 
 
 def uniform_distance(t: int) -> float:
-    """Mean |query − key| of a uniform head over ``t`` tokens: (t² − 1) / (3t)."""
+    """Mean |query − key| of a uniform head over `t` tokens: (t² − 1) / (3t)."""
     check_positive_int("t", t)
     return (t * t - 1) / (3 * t)
 
 
 def words_only(m: torch.Tensor) -> torch.Tensor:
-    """``(..., T−2, T−2)``: the map without ``[CLS]`` (first) and ``[SEP]`` (last), rows
+    """`(..., T−2, T−2)`: the map without `[CLS]` (first) and `[SEP]` (last), rows
     renormalised: where a head's weight goes among the words, whatever it parks."""
     return _inner(m, True)
 
@@ -45,9 +45,9 @@ def _inner(m: torch.Tensor, drop_specials: bool) -> torch.Tensor:
 
 
 def distance_ratio(maps: Sequence[torch.Tensor], *, drop_specials: bool = True) -> torch.Tensor:
-    """``(S, ...)``: each sentence's mean attention distance over the uniform head's, per head.
+    """`(S, ...)`: each sentence's mean attention distance over the uniform head's, per head.
 
-    ``maps[s]`` is sentence s's ``(..., T, T)`` map (e.g. ``(L, H, T, T)``).
+    `maps[s]` is sentence s's `(..., T, T)` map (e.g. `(L, H, T, T)`).
     """
     if not maps:
         raise ValueError("maps must hold at least one sentence")
@@ -66,8 +66,8 @@ def distance_ratio(maps: Sequence[torch.Tensor], *, drop_specials: bool = True) 
 def far_mass(
     maps: Sequence[torch.Tensor], min_distance: int, *, drop_specials: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(S, ...)`` weight a query puts on keys at least ``min_distance`` tokens away, and
-    ``(S,)`` the same for a uniform head on each sentence (the floor to compare with)."""
+    """`(S, ...)` weight a query puts on keys at least `min_distance` tokens away, and
+    `(S,)` the same for a uniform head on each sentence (the floor to compare with)."""
     check_positive_int("min_distance", min_distance)
     if not maps:
         raise ValueError("maps must hold at least one sentence")
@@ -83,10 +83,10 @@ def far_mass(
 
 
 def decay_map(t: int, tau: torch.Tensor | float) -> torch.Tensor:
-    """``(..., t, t)``: a head that attends by position alone, each row ∝ exp(−|i − j| / τ).
+    """`(..., t, t)`: a head that attends by position alone, each row ∝ exp(−|i − j| / τ).
 
-    ``tau`` (a number or a tensor of decay lengths, in tokens, ``(...)``) sets how fast the
-    weight falls with distance: near 0 every token looks at itself, ``inf`` gives a uniform head.
+    `tau` (a number or a tensor of decay lengths, in tokens, `(...)`) sets how fast the
+    weight falls with distance: near 0 every token looks at itself, `inf` gives a uniform head.
     It knows nothing of the words: what it gives a token itself is what locality alone gives.
     """
     check_positive_int("t", t)
@@ -101,8 +101,8 @@ def decay_map(t: int, tau: torch.Tensor | float) -> torch.Tensor:
 
 
 def _decay_pooled(lengths: Sequence[int], tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean distance and self-weight of :func:`decay_map`, pooled over every query token of
-    sentences of these lengths (as :func:`~mha_lib.analysis.head_stats.head_statistics` pools)."""
+    """Mean distance and self-weight of `decay_map`, pooled over every query token of
+    sentences of these lengths (as `head_statistics` pools)."""
     dist_sum = torch.zeros_like(tau)
     self_sum = torch.zeros_like(tau)
     counts: dict[int, int] = {}
@@ -121,12 +121,12 @@ def _decay_pooled(lengths: Sequence[int], tau: torch.Tensor) -> tuple[torch.Tens
 def matched_decay(
     lengths: Sequence[int], distance: torch.Tensor, *, steps: int = 60
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The position-only head of :func:`decay_map` that looks as far as each given head.
+    """The position-only head of `decay_map` that looks as far as each given head.
 
-    ``lengths`` are the sentences' lengths (tokens of the maps the heads were measured on),
-    ``distance`` ``(...)`` each head's mean attention distance pooled over those sentences'
-    query tokens (``head_statistics(...)["distance"]``). Returns ``(tau, self_weight)``, both
-    ``(...)``: the decay length whose pooled mean distance equals the head's (found by
+    `lengths` are the sentences' lengths (tokens of the maps the heads were measured on),
+    `distance` `(...)` each head's mean attention distance pooled over those sentences'
+    query tokens (`head_statistics(...)["distance"]`). Returns `(tau, self_weight)`, both
+    `(...)`: the decay length whose pooled mean distance equals the head's (found by
     bisection on log τ), and the weight that decay head gives a token itself, pooled the same
     way: the self-weight that locality alone explains. A head that looks as far as a uniform
     head or further is matched by the uniform head (τ = inf).
@@ -150,7 +150,7 @@ def matched_decay(
 
 
 def self_weight(maps: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``(S, ...)``: per sentence, the mean weight a query gives itself (the map's diagonal)."""
+    """`(S, ...)`: per sentence, the mean weight a query gives itself (the map's diagonal)."""
     if not maps:
         raise ValueError("maps must hold at least one sentence")
     out = []
@@ -161,9 +161,9 @@ def self_weight(maps: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 def decay_self_weight(lengths: Sequence[int], tau: torch.Tensor) -> torch.Tensor:
-    """``(S, ...)``: per sentence of each length, the mean weight the position-only head of
-    :func:`decay_map` with decay lengths ``tau`` ``(...)`` gives a token itself (the per-sentence
-    partner of :func:`self_weight`, for tests paired by sentence)."""
+    """`(S, ...)`: per sentence of each length, the mean weight the position-only head of
+    `decay_map` with decay lengths `tau` `(...)` gives a token itself (the per-sentence
+    partner of `self_weight`, for tests paired by sentence)."""
     if not lengths:
         raise ValueError("lengths must not be empty")
     tau = torch.as_tensor(tau, dtype=torch.float64)

@@ -1,6 +1,6 @@
 """The one bootstrap interval of the library: a percentile interval of a mean.
 
-Every interval the book quotes for a score over items comes from :func:`bootstrap_ci`:
+Every interval the book quotes for a score over items comes from `bootstrap_ci`:
 the held-out head choices of chapter 5 (`mha_lib.analysis.heldout`, which resamples whole
 sentences when items are arcs of shared sentences) and the word-sense accuracy of chapter 6
 (`mha_lib.analysis.sense_eval`). One implementation means one random stream per seed: the
@@ -25,13 +25,13 @@ def bootstrap_ci(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values`` ``(N,)``, resampling items or whole groups.
+    """Percentile interval of the mean of `values` `(N,)`, resampling items or whole groups.
 
-    ``values`` may be bool (hits) or numbers. With ``groups`` (one group id per item), whole
+    `values` may be bool (hits) or numbers. With `groups` (one group id per item), whole
     groups are drawn with replacement and the mean is over the items they hold, so items
-    that share a sentence are not counted as independent. ``n_boot`` resamples are drawn
-    from NumPy's generator seeded with ``seed``; the interval's ends are the
-    ``(1 − level)/2`` and ``(1 + level)/2`` percentiles of their means (linear interpolation).
+    that share a sentence are not counted as independent. `n_boot` resamples are drawn
+    from NumPy's generator seeded with `seed`; the interval's ends are the
+    `(1 − level)/2` and `(1 + level)/2` percentiles of their means (linear interpolation).
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -48,12 +48,12 @@ def bootstrap_p(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> float:
-    """Two-sided bootstrap p-value of "the mean of ``values`` is 0", from the very resamples
-    :func:`bootstrap_ci` draws with the same ``seed``: twice the smaller share of resampled
-    means on either side of 0 (each counted with the observed one, ``(k + 1) / (n_boot + 1)``,
+    """Two-sided bootstrap p-value of "the mean of `values` is 0", from the very resamples
+    `bootstrap_ci` draws with the same `seed`: twice the smaller share of resampled
+    means on either side of 0 (each counted with the observed one, `(k + 1) / (n_boot + 1)`,
     so it is never 0), at most 1. Below 0.05 exactly when the 95 % interval excludes 0, up to
     the interpolation of its ends; for many such tests, correct with
-    :func:`mha_lib.analysis.differences.holm`."""
+    `mha_lib.analysis.differences.holm`."""
     means = _resampled_means(values, groups, n_boot, seed)
     below, above = int((means <= 0).sum()), int((means >= 0).sum())
     return min(1.0, 2 * (min(below, above) + 1) / (n_boot + 1))
@@ -62,8 +62,8 @@ def bootstrap_p(
 def _resampled_means(
     values: torch.Tensor, groups: Sequence[int] | None, n_boot: int, seed: int
 ) -> np.ndarray:
-    """``(n_boot,)``: the mean of ``values`` over items (or whole groups) drawn with
-    replacement, from NumPy's generator seeded with ``seed``."""
+    """`(n_boot,)`: the mean of `values` over items (or whole groups) drawn with
+    replacement, from NumPy's generator seeded with `seed`."""
     check_tensor(values, "values")
     if values.dim() != 1 or values.shape[0] == 0:
         raise ValueError(f"values must have shape (N,) with N > 0, got {tuple(values.shape)}")
@@ -87,7 +87,7 @@ def _resampled_means(
 
 
 def paired_stderr(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Standard error of ``mean(a) − mean(b)`` when ``a`` and ``b`` ``(N,)`` score the same
+    """Standard error of `mean(a) − mean(b)` when `a` and `b` `(N,)` score the same
     items: the sample standard deviation of the per-item differences over √N. Items both runs
     get right (or wrong) add no noise, so it is smaller than an unpaired error."""
     check_tensor(a, "a")

@@ -88,7 +88,7 @@ def _pick(rng: random.Random) -> tuple[tuple[str, str], tuple[str, str]]:
 
 
 def generate(n_frames: int, seed: int = 0) -> list[CorefItem]:
-    """``2 · n_frames`` items: each filled frame with a pronoun for each of its two people."""
+    """`2 · n_frames` items: each filled frame with a pronoun for each of its two people."""
     check_positive_int("n_frames", n_frames)
     rng = random.Random(seed)
     items: list[CorefItem] = []
@@ -124,11 +124,11 @@ def choice_hits(
     specials: int = 1,
     any_word: bool = False,
 ) -> torch.Tensor:
-    """``(N, L, H)`` booleans: does the query word attend more to the answer than to the rest?
+    """`(N, L, H)` booleans: does the query word attend more to the answer than to the rest?
 
-    ``word_maps[i]`` is item i's word-level map ``(L, H, W + 2·specials, W + 2·specials)``;
-    indices are word indices (``[CLS]`` excluded). By default only the item's candidates
-    compete (ties count as misses); with ``any_word`` every other word does (Clark et al.'s
+    `word_maps[i]` is item i's word-level map `(L, H, W + 2·specials, W + 2·specials)`;
+    indices are word indices (`[CLS]` excluded). By default only the item's candidates
+    compete (ties count as misses); with `any_word` every other word does (Clark et al.'s
     stricter "most-attended word"), the query word itself and the specials excluded.
     """
     n = len(word_maps)
@@ -162,7 +162,7 @@ def lexical_choice(
     answers: Sequence[int],
     embed: Callable[[str], torch.Tensor],
 ) -> torch.Tensor:
-    """``(N,)`` booleans: is the answer the candidate whose ``embed(word)`` is most cosine-similar
+    """`(N,)` booleans: is the answer the candidate whose `embed(word)` is most cosine-similar
     to the query word's? A baseline that sees words, not context (e.g. input embeddings)."""
     n = len(words)
     if not (n == len(queries) == len(candidates) == len(answers)) or n == 0:
@@ -180,7 +180,7 @@ def lexical_choice(
 
 
 def rule_hits(items: Sequence[CorefItem]) -> dict[str, torch.Tensor]:
-    """``(N,)`` booleans for the rule baselines: first noun, nearest noun, nearest agreeing noun."""
+    """`(N,)` booleans for the rule baselines: first noun, nearest noun, nearest agreeing noun."""
     if not items:
         raise ValueError("items must not be empty")
     first = [it.candidates[0] == it.antecedent for it in items]

@@ -1,14 +1,14 @@
 """What multi-head attention costs: parameters, FLOPs, attention-map bytes, and time.
 
-The formulas make one point visible: at a fixed ``d_model`` the number of heads
-``h`` appears in neither the parameter count nor the FLOPs, only in the size of
-the attention map (one ``Tq × Tk`` matrix per head) and in the work that scaling,
-masking and softmax do on it, which :func:`elementwise_work` counts (FLOP counters
-count matrix products only). At a fixed ``d_head`` the width is ``h · d_head`` and
-the same formulas grow with ``h``. Tests check each formula
-against a measurement (``numel`` and `torch.utils.flop_counter.FlopCounterMode`). The
-measured counterparts for any model — :func:`parameter_count`, :func:`forward_flops` and
-:func:`measure_latency` — say what pruning heads saves (chapter 6, ``bench/pruning.py``).
+The formulas make one point visible: at a fixed `d_model` the number of heads
+`h` appears in neither the parameter count nor the FLOPs, only in the size of
+the attention map (one `Tq × Tk` matrix per head) and in the work that scaling,
+masking and softmax do on it, which `elementwise_work` counts (FLOP counters
+count matrix products only). At a fixed `d_head` the width is `h · d_head` and
+the same formulas grow with `h`. Tests check each formula
+against a measurement (`numel` and `torch.utils.flop_counter.FlopCounterMode`). The
+measured counterparts for any model — `parameter_count`, `forward_flops` and
+`measure_latency` — say what pruning heads saves (chapter 6, `bench/pruning.py`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from mha_lib._checks import check_positive_int
 
 
 def mha_parameter_count(d_model: int, num_heads: int, *, bias: bool = True) -> int:
-    """Parameters of `mha_lib.MultiHeadAttention`: four ``d_model × d_model`` projections.
+    """Parameters of `mha_lib.MultiHeadAttention`: four `d_model × d_model` projections.
 
-    ``num_heads`` is only validated: splitting the projected features into heads
-    slices them, it adds no weights, so the count is the same for every ``h``.
+    `num_heads` is only validated: splitting the projected features into heads
+    slices them, it adds no weights, so the count is the same for every `h`.
     """
     _check_heads(d_model, num_heads)
     weights = 4 * d_model * d_model  # W_q, W_k, W_v, W_o
@@ -48,9 +48,9 @@ def mha_flops(
 
     Counted as `FlopCounterMode` counts them: 2 FLOPs per multiply-add, matrix
     products only (softmax, scaling, masking and biases are lower order). The
-    four projections cost ``2·B·T·d_model²`` each; the two attention products
-    cost ``2·B·Tq·Tk·d_model`` each, because ``h`` heads of width ``d_model/h``
-    together do the work of one head of width ``d_model``. With ``backward``,
+    four projections cost `2·B·T·d_model²` each; the two attention products
+    cost `2·B·Tq·Tk·d_model` each, because `h` heads of width `d_model/h`
+    together do the work of one head of width `d_model`. With `backward`,
     every product also computes the gradients of both operands (two more
     products of the same size), so the total triples; this assumes the input
     requires a gradient, as it does inside a deeper model.
@@ -72,7 +72,7 @@ def attention_map_bytes(
     k_len: int | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> int:
-    """Bytes of the per-head weights ``(B, H, Tq, Tk)``: the one cost that grows with ``h``."""
+    """Bytes of the per-head weights `(B, H, Tq, Tk)`: the one cost that grows with `h`."""
     k_len = q_len if k_len is None else k_len
     for name, value in (("batch", batch), ("num_heads", num_heads), ("q_len", q_len)):
         check_positive_int(name, value)
@@ -83,8 +83,8 @@ def attention_map_bytes(
 
 
 def score_elements(batch: int, num_heads: int, q_len: int, k_len: int | None = None) -> int:
-    """Entries of the score tensor ``(B, H, Tq, Tk)``: what each pass of scaling, masking or
-    softmax touches. At a fixed ``d_model`` the matrix FLOPs do not depend on ``h``; this does."""
+    """Entries of the score tensor `(B, H, Tq, Tk)`: what each pass of scaling, masking or
+    softmax touches. At a fixed `d_model` the matrix FLOPs do not depend on `h`; this does."""
     k_len = q_len if k_len is None else k_len
     for name, value in (("batch", batch), ("num_heads", num_heads), ("q_len", q_len)):
         check_positive_int(name, value)
@@ -93,13 +93,13 @@ def score_elements(batch: int, num_heads: int, q_len: int, k_len: int | None = N
 
 
 def elementwise_work(fn: Callable[[], object]) -> list[tuple[str, tuple[int, ...]]]:
-    """Name and output shape of every operation of one call of ``fn`` that writes a new
+    """Name and output shape of every operation of one call of `fn` that writes a new
     tensor and is not a matrix product: the scaling, masking, softmax, bias and
     normalisation work that `FlopCounterMode` leaves out.
 
     Views (which write nothing) and matrix products are skipped. Summing
-    ``prod(shape)`` over the entries whose shape is an attention map's counts the
-    elements written per pass over the scores: it grows as ``B · h · Tq · Tk``.
+    `prod(shape)` over the entries whose shape is an attention map's counts the
+    elements written per pass over the scores: it grows as `B · h · Tq · Tk`.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -142,13 +142,13 @@ def elementwise_work(fn: Callable[[], object]) -> list[tuple[str, tuple[int, ...
 def attention_cost(
     layer: nn.Module, x: torch.Tensor, attn_mask: torch.Tensor | None = None
 ) -> dict[str, int]:
-    """What one explicit self-attention pass of an `mha_lib.MultiHeadAttention` on ``x`` costs,
-    counted: ``params``; matrix FLOPs in all (``flops``), of the four projections
-    (``projection_flops``, the ``addmm``/``mm`` calls) and of the two attention products
-    (``attention_flops``, the ``bmm`` calls); and ``score_work``, the elements that scaling,
-    masking and softmax write on the ``(B, h, T, T)`` score tensor (:func:`elementwise_work`).
+    """What one explicit self-attention pass of an `mha_lib.MultiHeadAttention` on `x` costs,
+    counted: `params`; matrix FLOPs in all (`flops`), of the four projections
+    (`projection_flops`, the `addmm`/`mm` calls) and of the two attention products
+    (`attention_flops`, the `bmm` calls); and `score_work`, the elements that scaling,
+    masking and softmax write on the `(B, h, T, T)` score tensor (`elementwise_work`).
 
-    The explicit path (``need_weights=True``) runs because the counters cannot see inside
+    The explicit path (`need_weights=True`) runs because the counters cannot see inside
     the fused kernel, which does the same work without writing the map out.
     """
     from torch.utils.flop_counter import FlopCounterMode
@@ -188,7 +188,7 @@ def parameter_count(model: nn.Module) -> int:
 
 
 def forward_flops(fn: Callable[[], object]) -> int:
-    """Matrix-multiplication FLOPs of one call of ``fn``, counted by torch's FlopCounterMode."""
+    """Matrix-multiplication FLOPs of one call of `fn`, counted by torch's FlopCounterMode."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
@@ -206,7 +206,7 @@ def measure_latency(
 ) -> dict[str, float]:
     """Median seconds per call of each function, interleaved round-robin in a rotating order.
 
-    Each sample repeats a call until ``min_sample`` seconds pass; all functions
+    Each sample repeats a call until `min_sample` seconds pass; all functions
     are timed in every round, so a slow spell of a shared machine hits them all.
     """
     check_positive_int("repeats", repeats)

@@ -35,11 +35,11 @@ POWER = 0.8  # the power at which Difference.detectable is computed
 class Difference:
     """One comparison: the mean difference, its intervals, both tests and the outcome.
 
-    ``low90``/``high90`` is the (1 − 2α) interval the equivalence test reads, ``low95``/
-    ``high95`` the (1 − α) interval of the ordinary test (for α = 0.05: 90 % and 95 %).
-    ``p_equivalence`` is the larger of the two one-sided p-values (equivalence is shown
-    when it is below α); ``p_difference`` the two-sided p-value of a difference from 0.
-    ``detectable`` is the true difference this design detects with probability
+    `low90`/`high90` is the (1 − 2α) interval the equivalence test reads, `low95`/
+    `high95` the (1 − α) interval of the ordinary test (for α = 0.05: 90 % and 95 %).
+    `p_equivalence` is the larger of the two one-sided p-values (equivalence is shown
+    when it is below α); `p_difference` the two-sided p-value of a difference from 0.
+    `detectable` is the true difference this design detects with probability
     POWER at level α: the "smallest detectable difference" of a null result.
     """
 
@@ -96,14 +96,14 @@ def compare(
     paired: bool = False,
     alpha: float = 0.05,
 ) -> Difference:
-    """The difference ``mean(a) − mean(b)`` (or ``mean(a)`` alone) against 0 and ±``margin``.
+    """The difference `mean(a) − mean(b)` (or `mean(a)` alone) against 0 and ±`margin`.
 
-    - ``b`` None: ``a`` already holds differences (one per seed or item); a one-sample t.
-    - ``paired``: ``a`` and ``b`` score the same seeds or items, in the same order; the
+    - `b` None: `a` already holds differences (one per seed or item); a one-sample t.
+    - `paired`: `a` and `b` score the same seeds or items, in the same order; the
       test reads their differences (runs that share data must be compared this way).
     - otherwise: two independent samples, Welch's t (no equal-variance assumption).
 
-    ``margin`` > 0 is the smallest difference that would matter, fixed before the data.
+    `margin` > 0 is the smallest difference that would matter, fixed before the data.
     """
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin > 0:
         raise ValueError(f"margin must be a positive number, got {margin!r}")
@@ -132,9 +132,9 @@ def compare(
 def from_stderr(
     difference: float, stderr: float, n: int, *, margin: float, alpha: float = 0.05
 ) -> Difference:
-    """`compare` for a stored summary: the mean of ``n`` paired differences (or of one
+    """`compare` for a stored summary: the mean of `n` paired differences (or of one
     sample) and its standard error, the sample standard deviation over √n. A one-sample or
-    paired t test reads nothing else, so the result equals ``compare`` on the differences
+    paired t test reads nothing else, so the result equals `compare` on the differences
     themselves (df = n − 1); use it where a committed file keeps a change and its paired
     standard error but not the items."""
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin > 0:
@@ -190,7 +190,7 @@ def from_intervals(
 
 
 def group_means(values: torch.Tensor | np.ndarray, groups: Sequence[int]) -> np.ndarray:
-    """``(K, G)``: each row of ``values`` ``(K, N)`` averaged within each group (``groups``
+    """`(K, G)`: each row of `values` `(K, N)` averaged within each group (`groups`
     gives one id per item; groups in sorted order), so that paired tests pair groups, e.g.
     sentences whose words are not independent, rather than items."""
     v = values.detach().double().cpu().numpy() if isinstance(values, torch.Tensor) else values
@@ -208,9 +208,9 @@ def group_means(values: torch.Tensor | np.ndarray, groups: Sequence[int]) -> np.
 @dataclass(frozen=True)
 class Ranking:
     """Which of several arms scored on the same items is highest, and which it is not shown
-    to beat. ``comparisons[k]`` is the best arm minus arm ``k`` (paired; ``None`` for the best
-    itself), ``adjusted[k]`` its Holm-adjusted p-value over the K − 1 comparisons (0 for the
-    best), ``tied`` the arms not shown below the best (the best included), in arm order."""
+    to beat. `comparisons[k]` is the best arm minus arm `k` (paired; `None` for the best
+    itself), `adjusted[k]` its Holm-adjusted p-value over the K − 1 comparisons (0 for the
+    best), `tied` the arms not shown below the best (the best included), in arm order."""
 
     best: int
     means: tuple[float, ...]
@@ -232,13 +232,13 @@ def best_of(
     margin: float,
     alpha: float = 0.05,
 ) -> Ranking:
-    """The arm of ``values`` ``(K, N)`` (K arms, e.g. layers, scored on the same N items) with
-    the highest mean, compared with each other arm by a paired test (:func:`compare`) and
-    Holm-corrected over the K − 1 comparisons. With ``groups`` (one id per item, e.g. its
+    """The arm of `values` `(K, N)` (K arms, e.g. layers, scored on the same N items) with
+    the highest mean, compared with each other arm by a paired test (`compare`) and
+    Holm-corrected over the K − 1 comparisons. With `groups` (one id per item, e.g. its
     sentence), items are first averaged within their group and the groups are the pairs, so
     that items sharing a sentence do not count as independent. An arm whose difference from
     the best does not survive the correction is *tied* with it: not shown to be lower, which
-    is not shown to be equal (each comparison's ``detectable`` says how large a gap could hide).
+    is not shown to be equal (each comparison's `detectable` says how large a gap could hide).
 
     Choosing the best and testing it on the same items favours it most against the runner-up;
     a two-sided test of that pair is what the choice cannot inflate beyond α.
@@ -266,7 +266,7 @@ def best_of(
 
 @dataclass(frozen=True)
 class Many:
-    """Many paired comparisons at once (:func:`compare_many`), each as an array of the arms'
+    """Many paired comparisons at once (`compare_many`), each as an array of the arms'
     shape: the mean differences, Holm-adjusted p-values, and which are shown within ±margin."""
 
     difference: np.ndarray
@@ -292,8 +292,8 @@ def compare_many(
     margin: float,
     alpha: float = 0.05,
 ) -> Many:
-    """Paired :func:`compare` of ``a[:, k]`` with ``b[:, k]`` for every arm ``k`` at once:
-    ``a`` and ``b`` are ``(N, ...)`` (N paired items, e.g. sentences, by any arms, e.g. layers
+    """Paired `compare` of `a[:, k]` with `b[:, k]` for every arm `k` at once:
+    `a` and `b` are `(N, ...)` (N paired items, e.g. sentences, by any arms, e.g. layers
     by heads), and the two-sided p-values are Holm-corrected over all the arms together."""
     x, y = (t.detach().double().cpu().numpy() if isinstance(t, torch.Tensor) else t for t in (a, b))
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -314,16 +314,16 @@ def compare_many(
 
 
 def permutation_p(observed: float, null: Values) -> float:
-    """One-sided permutation p-value of ``observed`` against ``null`` (the statistic on
-    ``len(null)`` random relabellings): (1 + draws at least as large) / (1 + draws), the share
+    """One-sided permutation p-value of `observed` against `null` (the statistic on
+    `len(null)` random relabellings): (1 + draws at least as large) / (1 + draws), the share
     of relabellings that do as well, counting the observed one among them."""
     n = _sample(null, "null")
     return float((1 + np.count_nonzero(n >= observed)) / (1 + n.size))
 
 
 def permutation_detectable(null: Values, alpha: float = 0.05) -> int:
-    """The smallest whole count whose :func:`permutation_p` against ``null`` is below
-    ``alpha``: what a count statistic had to reach for the permutation test to detect it."""
+    """The smallest whole count whose `permutation_p` against `null` is below
+    `alpha`: what a count statistic had to reach for the permutation test to detect it."""
     n = _sample(null, "null")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -369,7 +369,7 @@ def interval_detectable(ci95: tuple[float, float], *, power: float = POWER) -> f
     """The smallest detectable difference of a design known only by its 95 % interval (a
     bootstrap one, say): read as a normal interval, its half-width is z(0.975) standard errors,
     and a true difference of (z(0.975) + z(power)) standard errors is detected with probability
-    ``power`` at α = 0.05, as :attr:`Difference.detectable` for a t interval."""
+    `power` at α = 0.05, as `Difference.detectable` for a t interval."""
     low, high = ci95
     if not low <= high:
         raise ValueError(f"the interval's low end exceeds its high end: {ci95}")

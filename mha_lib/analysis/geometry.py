@@ -22,7 +22,7 @@ def _check_generator(generator: torch.Generator) -> None:
 
 
 def random_cosines(dim: int, num_pairs: int, generator: torch.Generator) -> torch.Tensor:
-    """Cosines of ``num_pairs`` independent pairs of standard Gaussian vectors in ``dim`` dims."""
+    """Cosines of `num_pairs` independent pairs of standard Gaussian vectors in `dim` dims."""
     check_positive_int("dim", dim)
     check_positive_int("num_pairs", num_pairs)
     _check_generator(generator)
@@ -34,7 +34,7 @@ def random_cosines(dim: int, num_pairs: int, generator: torch.Generator) -> torc
 def random_scaled_dots(
     dim: int, num_pairs: int, generator: torch.Generator, *, scaled: bool = True
 ) -> torch.Tensor:
-    """``q·k / √dim`` (or ``q·k`` if ``scaled=False``) for standard Gaussian ``q, k``."""
+    """`q·k / √dim` (or `q·k` if `scaled=False`) for standard Gaussian `q, k`."""
     check_positive_int("dim", dim)
     check_positive_int("num_pairs", num_pairs)
     _check_generator(generator)
@@ -45,16 +45,16 @@ def random_scaled_dots(
 
 
 def cosine_std(dim: int) -> float:
-    """Exact std of the cosine of two independent isotropic vectors: ``1/√dim``.
+    """Exact std of the cosine of two independent isotropic vectors: `1/√dim`.
 
-    By symmetry the mean is 0 and the squared cosine averages ``1/dim``
+    By symmetry the mean is 0 and the squared cosine averages `1/dim`
     (the squared coordinates of a uniform unit vector share 1 equally).
     """
     return 1.0 / math.sqrt(check_positive_int("dim", dim))
 
 
 def cosine_pdf(c: torch.Tensor, dim: int) -> torch.Tensor:
-    """Exact density of that cosine: ``∝ (1 − c²)^((dim − 3)/2)`` on ``(−1, 1)``, for dim ≥ 2."""
+    """Exact density of that cosine: `∝ (1 − c²)^((dim − 3)/2)` on `(−1, 1)`, for dim ≥ 2."""
     if check_positive_int("dim", dim) < 2:
         raise ValueError(f"dim must be at least 2 for a density, got {dim}")
     check_floating(c, "c")
@@ -77,14 +77,14 @@ def random_attention(
     scores: str = "cosine",
     beta: float = 1.0,
 ) -> torch.Tensor:
-    """Softmax weights ``(Q, T)`` of random standard Gaussian queries over random keys.
+    """Softmax weights `(Q, T)` of random standard Gaussian queries over random keys.
 
-    ``scores`` picks what the softmax sees:
+    `scores` picks what the softmax sees:
 
-    - ``"cosine"``: ``beta · cos(q, k)``, a fixed temperature on directions.
-      Cosines shrink like ``1/√dim``, so the weights flatten as ``dim`` grows.
-    - ``"scaled"``: ``beta · q·k / √dim``; the score std is ``beta`` at every ``dim``.
-    - ``"raw"``: ``beta · q·k``; the std grows like ``√dim`` and softmax saturates.
+    - `"cosine"`: `beta · cos(q, k)`, a fixed temperature on directions.
+      Cosines shrink like `1/√dim`, so the weights flatten as `dim` grows.
+    - `"scaled"`: `beta · q·k / √dim`; the score std is `beta` at every `dim`.
+    - `"raw"`: `beta · q·k`; the std grows like `√dim` and softmax saturates.
     """
     check_positive_int("dim", dim)
     check_positive_int("num_keys", num_keys)
@@ -102,7 +102,7 @@ def random_attention(
 
 
 def pairwise_cosines(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """Cosine of every query with every key: ``(..., Tq, d), (..., Tk, d) → (..., Tq, Tk)``."""
+    """Cosine of every query with every key: `(..., Tq, d), (..., Tk, d) → (..., Tq, Tk)`."""
     check_floating(q, "q")
     check_floating(k, "k")
     if q.shape[-1] != k.shape[-1] or q.shape[:-2] != k.shape[:-2]:
@@ -130,13 +130,13 @@ def sharpness_over_key_sets(
     scores: str = "cosine",
     beta: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean entropy (nats) and mean largest weight of :func:`random_attention` rows, one value
-    per independent set of keys: ``(num_sets,)`` each.
+    """Mean entropy (nats) and mean largest weight of `random_attention` rows, one value
+    per independent set of keys: `(num_sets,)` each.
 
     One set of keys is one draw; averaging many and keeping their spread separates what the
-    width ``dim`` does from the luck of one draw (one set of 16 keys moved the entropy at
-    ``dim = 8`` by about as much as going to ``dim = 1024`` did). The sets are drawn one
-    after another from ``generator``, queries then keys, as :func:`random_attention` does.
+    width `dim` does from the luck of one draw (one set of 16 keys moved the entropy at
+    `dim = 8` by about as much as going to `dim = 1024` did). The sets are drawn one
+    after another from `generator`, queries then keys, as `random_attention` does.
     """
     check_positive_int("num_sets", num_sets)
     entropies, largest = [], []
@@ -150,13 +150,13 @@ def sharpness_over_key_sets(
 
 
 def max_weight(weights: torch.Tensor) -> torch.Tensor:
-    """Largest weight of each attention row, ``(..., Tk) → (...)``."""
+    """Largest weight of each attention row, `(..., Tk) → (...)`."""
     _check_weights(weights)
     return weights.amax(-1)  # (...)
 
 
 def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
-    """Mean weight a query puts on its own position, ``(..., T, T) → (...)``."""
+    """Mean weight a query puts on its own position, `(..., T, T) → (...)`."""
     check_floating(weights, "weights")
     if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"weights must be square (..., T, T), got shape {tuple(weights.shape)}")
@@ -164,12 +164,12 @@ def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
 
 
 def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
-    """Per-head sharpness and self-attention of one layer's maps ``(B, H, T, T)``.
+    """Per-head sharpness and self-attention of one layer's maps `(B, H, T, T)`.
 
-    ``rows`` (bool ``(T,)``) restricts the statistics to some query positions
-    (e.g. the positions that are scored). Returns per-head lists ``entropy``,
-    ``max_weight``, ``diagonal`` (mean weight on the query's own position) and
-    the scalar ``diagonal_of_mean``: the same for the head-averaged map.
+    `rows` (bool `(T,)`) restricts the statistics to some query positions
+    (e.g. the positions that are scored). Returns per-head lists `entropy`,
+    `max_weight`, `diagonal` (mean weight on the query's own position) and
+    the scalar `diagonal_of_mean`: the same for the head-averaged map.
     Because the diagonal is linear in the map, the head-averaged map's diagonal
     mass is exactly the mean of the heads' masses; averaging can dilute one
     head's self-bias, never remove the heads' mean bias.
@@ -203,13 +203,13 @@ def random_self_weight(
     *,
     tied: bool,
 ) -> torch.Tensor:
-    """Mean weight each head puts on the token itself, ``(H,)``, for random tokens and weights.
+    """Mean weight each head puts on the token itself, `(H,)`, for random tokens and weights.
 
-    Tokens are standard Gaussian in ``d_model`` dimensions; ``W_q`` and ``W_k`` are Gaussian
-    with variance ``1/d_model`` (the Xavier scale), drawn independently or, with
-    ``tied=True``, equal. A token's self-score ``x·W_qᵀW_k x`` has mean
-    ``tr(W_qᵀW_k)``, about 0 for independent weights, so nothing singles the token out;
-    tied weights make it ``|W x|² ≥ 0``, about ``d_head`` before the ``1/√d_head`` scaling.
+    Tokens are standard Gaussian in `d_model` dimensions; `W_q` and `W_k` are Gaussian
+    with variance `1/d_model` (the Xavier scale), drawn independently or, with
+    `tied=True`, equal. A token's self-score `x·W_qᵀW_k x` has mean
+    `tr(W_qᵀW_k)`, about 0 for independent weights, so nothing singles the token out;
+    tied weights make it `|W x|² ≥ 0`, about `d_head` before the `1/√d_head` scaling.
     """
     check_positive_int("d_model", d_model)
     check_positive_int("num_heads", num_heads)

@@ -1,10 +1,10 @@
 """What each attention head does, in numbers: entropy, where its mass goes, how far it looks.
 
-Every function takes attention maps ``(..., T, T)`` whose rows (queries) sum to
-1 and returns one number per head ``(...)``: a mean over the query rows of one
-sentence. :func:`head_statistics` pools many sentences by averaging over all
+Every function takes attention maps `(..., T, T)` whose rows (queries) sum to
+1 and returns one number per head `(...)`: a mean over the query rows of one
+sentence. `head_statistics` pools many sentences by averaging over all
 their query tokens (Clark et al. 2019 average over tokens the same way), and
-:func:`head_distances` compares heads with the Jensen–Shannon distance.
+`head_distances` compares heads with the Jensen–Shannon distance.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
 
 
 def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
-    """Mean attention that a query puts on the keys where ``keys`` is True (e.g. ``[CLS]``)."""
+    """Mean attention that a query puts on the keys where `keys` is True (e.g. `[CLS]`)."""
     t = _check_maps(maps)
     keys = torch.as_tensor(keys, device=maps.device)
     if keys.dtype != torch.bool or tuple(keys.shape) != (t,):
@@ -48,7 +48,7 @@ def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Te
 
 
 def offset_mass(maps: torch.Tensor, offset: int) -> torch.Tensor:
-    """Mean weight on the key ``offset`` positions away: 0 = itself, −1 = previous, +1 = next.
+    """Mean weight on the key `offset` positions away: 0 = itself, −1 = previous, +1 = next.
 
     Averaged over the queries that have such a key (the first token has no
     previous one); a sentence too short for the offset gives NaN.
@@ -62,7 +62,7 @@ def offset_mass(maps: torch.Tensor, offset: int) -> torch.Tensor:
 
 
 def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
-    """Mean weight a query puts on keys at most ``width`` positions away (itself included)."""
+    """Mean weight a query puts on keys at most `width` positions away (itself included)."""
     t = _check_maps(maps)
     if isinstance(width, bool) or not isinstance(width, int) or width < 0:
         raise ValueError(f"width must be a non-negative int, got {width!r}")
@@ -86,8 +86,8 @@ def token_masks(
     *,
     device: torch.device | str = "cpu",
 ) -> dict[str, torch.Tensor]:
-    """Per kind of token (``"cls"``, ``"sep"``, ``"punct"``), a boolean ``(T,)`` that is True
-    where the key is a token of that kind, for :func:`mass_on`."""
+    """Per kind of token (`"cls"`, `"sep"`, `"punct"`), a boolean `(T,)` that is True
+    where the key is a token of that kind, for `mass_on`."""
     if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
         raise TypeError("tokens must be a list of strings")
     flags = {
@@ -120,9 +120,9 @@ def head_statistics(
 ) -> dict[str, torch.Tensor]:
     """Pool the per-head statistics over sentences, weighting each query token equally.
 
-    ``maps[i]`` is sentence ``i``'s ``(L, H, T_i, T_i)`` map and ``tokens[i]`` its
-    ``T_i`` tokens. Returns one ``(L, H)`` tensor per name in :data:`STATISTICS`
-    (entropy in nats, distance in tokens, the rest as attention fractions; ``local``
+    `maps[i]` is sentence `i`'s `(L, H, T_i, T_i)` map and `tokens[i]` its
+    `T_i` tokens. Returns one `(L, H)` tensor per name in `STATISTICS`
+    (entropy in nats, distance in tokens, the rest as attention fractions; `local`
     is the weight within one position: previous, self and next together).
     """
     if len(maps) != len(tokens) or not maps:
@@ -175,11 +175,11 @@ def js_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def head_distances(maps: Sequence[torch.Tensor]) -> torch.Tensor:
-    """``(N, N)`` mean Jensen–Shannon distance between every pair of the ``N = L·H`` heads.
+    """`(N, N)` mean Jensen–Shannon distance between every pair of the `N = L·H` heads.
 
     For each sentence and query token, the two heads' attention rows are
     compared; the distance is averaged over all query tokens of all sentences.
-    Head ``l·H + h`` is layer ``l``, head ``h``. Cost grows as N²·(tokens)·T, so
+    Head `l·H + h` is layer `l`, head `h`. Cost grows as N²·(tokens)·T, so
     a sample of a hundred sentences is plenty for a stable map.
     """
     if not maps:
@@ -221,8 +221,8 @@ def mds_embedding(distances: torch.Tensor | np.ndarray, seed: int = 0) -> np.nda
 def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Each head's mean distance to the *other* heads of its layer, and to heads of other layers.
 
-    Returns two ``(L, H)`` tensors from the ``(L·H, L·H)`` matrix of
-    :func:`head_distances`. A layer whose heads "look alike" has small
+    Returns two `(L, H)` tensors from the `(L·H, L·H)` matrix of
+    `head_distances`. A layer whose heads "look alike" has small
     within-layer values; an outlier head stands out with a large one.
     """
     d = torch.as_tensor(distances)
@@ -246,10 +246,10 @@ def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tens
 
 
 def outlier_heads(within: torch.Tensor, threshold: float = 3.0) -> list[tuple[int, int]]:
-    """Heads unlike the rest of their layer: ``(layer, head)`` pairs, most unusual first.
+    """Heads unlike the rest of their layer: `(layer, head)` pairs, most unusual first.
 
-    A head is an outlier when its within-layer distance (from :func:`layer_contrast`)
-    lies more than ``threshold`` robust standard deviations (1.4826 × median absolute
+    A head is an outlier when its within-layer distance (from `layer_contrast`)
+    lies more than `threshold` robust standard deviations (1.4826 × median absolute
     deviation) above its layer's median; the median ignores the outliers themselves.
     """
     check_floating(within, "within")
@@ -270,10 +270,10 @@ def grouping_chance(
     threshold: float = 3.0,
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
-    """What :func:`layer_contrast` and :func:`outlier_heads` find when layers mean nothing.
+    """What `layer_contrast` and `outlier_heads` find when layers mean nothing.
 
-    The ``N`` heads are dealt at random into ``num_layers`` groups of equal size, ``draws``
-    times; per draw, ``"outliers"`` is how many heads the outlier rule flags and ``"closer"``
+    The `N` heads are dealt at random into `num_layers` groups of equal size, `draws`
+    times; per draw, `"outliers"` is how many heads the outlier rule flags and `"closer"`
     how many heads are closer to their own group than to the others. A count on the real
     layers means something only where it stands above this distribution.
     """
@@ -307,10 +307,10 @@ def grouping_chance(
 
 @dataclass(frozen=True)
 class LayerGrouping:
-    """How the heads group by layer (:func:`layer_grouping`), against random groupings.
+    """How the heads group by layer (`layer_grouping`), against random groupings.
 
-    ``within``/``across`` are :func:`layer_contrast`'s ``(L, H)``, ``outliers`` the heads of
-    :func:`outlier_heads`, ``chance`` :func:`grouping_chance`'s counts on random groupings.
+    `within`/`across` are `layer_contrast`'s `(L, H)`, `outliers` the heads of
+    `outlier_heads`, `chance` `grouping_chance`'s counts on random groupings.
     The p-values are one-sided permutation p-values: the share of random groupings (the real
     one counted among them) that do as well or better.
     """
@@ -347,8 +347,8 @@ def layer_grouping(
     threshold: float = 3.0,
     seed: int = 0,
 ) -> LayerGrouping:
-    """:func:`layer_contrast`, :func:`outlier_heads` and :func:`grouping_chance` of one
-    ``(L·H, L·H)`` distance matrix, together."""
+    """`layer_contrast`, `outlier_heads` and `grouping_chance` of one
+    `(L·H, L·H)` distance matrix, together."""
     within, across = layer_contrast(distances, num_layers)
     return LayerGrouping(
         within=within,
@@ -363,8 +363,8 @@ def layer_grouping(
 def closest_pair(
     distances: torch.Tensor, num_heads: int, *, same_layer: bool = False
 ) -> tuple[tuple[int, int], tuple[int, int], float]:
-    """The two heads least far apart in an ``(L·H, L·H)`` distance matrix, as
-    ``((layer, head), (layer, head), distance)``; with ``same_layer``, among pairs of one layer."""
+    """The two heads least far apart in an `(L·H, L·H)` distance matrix, as
+    `((layer, head), (layer, head), distance)`; with `same_layer`, among pairs of one layer."""
     d = torch.as_tensor(distances).double()
     check_floating(d, "distances")
     check_positive_int("num_heads", num_heads)

@@ -4,7 +4,7 @@ Choosing the best of 72 heads and scoring it on the same items overstates it: on
 pure noise the maximum of 72 coin-flip accuracies sits well above 50 %. So every
 probe in chapter 5 splits its items (or sentences) into two halves, *selects* the
 head on one and *reports* it on the other, and gives a percentile bootstrap
-interval over the reported half (:func:`~mha_lib.analysis.bootstrap.bootstrap_ci`, the
+interval over the reported half (`bootstrap_ci`, the
 library's one bootstrap, importable from here too), resampling whole groups (sentences)
 when the items are arcs of shared sentences.
 """
@@ -22,7 +22,7 @@ from mha_lib.analysis.bootstrap import bootstrap_ci, bootstrap_p
 
 
 def split_halves(n_groups: int, seed: int = 0) -> tuple[list[int], list[int]]:
-    """A seeded random split of ``range(n_groups)`` into a selection half and a report half."""
+    """A seeded random split of `range(n_groups)` into a selection half and a report half."""
     check_positive_int("n_groups", n_groups)
     if n_groups < 2:
         raise ValueError(f"n_groups must be at least 2 to split in halves, got {n_groups}")
@@ -43,7 +43,7 @@ def _check_hits(hits: torch.Tensor, groups: Sequence[int] | None) -> torch.Tenso
 
 
 def _rows(groups: Sequence[int] | None, n: int, members: Sequence[int]) -> torch.Tensor:
-    """Indices of the items whose group is in ``members`` (items are their own groups if None)."""
+    """Indices of the items whose group is in `members` (items are their own groups if None)."""
     keep = set(int(m) for m in members)
     if groups is None:
         return torch.tensor(sorted(i for i in keep if 0 <= i < n), dtype=torch.long)
@@ -58,7 +58,7 @@ class HeldOut:
     head: int
     selected: float  # its score on the half that chose it (optimistic)
     reported: float  # its score on the other half (the number to quote)
-    ci: tuple[float, float]  # bootstrap interval of ``reported``
+    ci: tuple[float, float]  # bootstrap interval of `reported`
 
     @property
     def name(self) -> str:
@@ -74,10 +74,10 @@ def best_head(
     layer: int | None = None,
     seed: int = 0,
 ) -> HeldOut:
-    """The head with the best mean of ``hits`` (N, L, H) on ``select``, scored on ``report``.
+    """The head with the best mean of `hits` (N, L, H) on `select`, scored on `report`.
 
-    ``select`` and ``report`` list groups (or items when ``groups`` is None). With
-    ``layer`` set, only that layer's heads compete (for per-layer curves).
+    `select` and `report` list groups (or items when `groups` is None). With
+    `layer` set, only that layer's heads compete (for per-layer curves).
     """
     h = _check_hits(hits, groups)
     if h.dim() != 3:
@@ -112,9 +112,9 @@ def best_rule(
     *,
     seed: int = 0,
 ) -> tuple[str, float, tuple[float, float]]:
-    """Among rule baselines ``{name: hits (N,)}``, the best on ``select``, scored on ``report``.
+    """Among rule baselines `{name: hits (N,)}`, the best on `select`, scored on `report`.
 
-    Returns ``(name, reported score, bootstrap interval)``; ties go to the first name.
+    Returns `(name, reported score, bootstrap interval)`; ties go to the first name.
     """
     if not hits:
         raise ValueError("hits must name at least one rule")
@@ -139,7 +139,7 @@ def paired_gain(
 ) -> tuple[float, tuple[float, float]]:
     """The chosen head's score minus a rule's on the report half, with a paired interval.
 
-    ``hits`` is ``(N, L, H)`` and ``rule`` ``(N,)`` on the same items; resampling the
+    `hits` is `(N, L, H)` and `rule` `(N,)` on the same items; resampling the
     differences item by item (or group by group) keeps the pairing, so the interval is
     narrower than the two separate intervals suggest when head and rule agree often.
     """
@@ -156,7 +156,7 @@ def paired_gain_p(
     *,
     seed: int = 0,
 ) -> float:
-    """The two-sided bootstrap p-value of :func:`paired_gain` (the same resamples): the test
+    """The two-sided bootstrap p-value of `paired_gain` (the same resamples): the test
     that many relations at once correct with Holm's method."""
     diff, sub_groups = _paired(hits, rule, chosen, report, groups)
     return bootstrap_p(diff, sub_groups, seed=seed)
@@ -169,7 +169,7 @@ def _paired(
     report: Sequence[int],
     groups: Sequence[int] | None,
 ) -> tuple[torch.Tensor, list[int] | None]:
-    """``(N_b,)`` head-minus-rule differences on the report half, and their groups."""
+    """`(N_b,)` head-minus-rule differences on the report half, and their groups."""
     h = _check_hits(hits, groups)
     r = _check_hits(rule, groups)
     if h.dim() != 3 or r.shape != h.shape[:1]:
@@ -183,6 +183,6 @@ def _paired(
 
 
 def percent(value: float, ci: tuple[float, float], *, signed: bool = False) -> str:
-    """A fraction and its interval as percentages for a table: ``"83.8 [80.0, 87.3]"``."""
+    """A fraction and its interval as percentages for a table: `"83.8 [80.0, 87.3]"`."""
     spec = "+.1f" if signed else ".1f"
     return f"{100 * value:{spec}} [{100 * ci[0]:{spec}}, {100 * ci[1]:{spec}}]"

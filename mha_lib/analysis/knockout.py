@@ -3,25 +3,25 @@
 A head whose strongest weight goes from each direct object to its verb (chapter 5 part 3) shows
 a correlation. The test of use is an intervention: switch the head off (a head mask, which the
 caller applies) and read the hidden states above it with a probe for the *syntactic role* of
-nouns (:data:`ROLES`: subject, direct object, object of a preposition), which a model can only
+nouns (`ROLES`: subject, direct object, object of a preposition), which a model can only
 tell by relating the noun to the words it depends on.
 
 Two read-outs, as in chapter 6: a probe fitted on the intact model and kept *frozen* (is the
 role still written where the model wrote it?) and a probe *refitted* on the damaged model
 (is it still there to be read at all?). And one baseline: switching off any head moves the
 states above it, so a head's effect counts only against switching off as many other heads of
-the same layers (:func:`matched_draws`), or of any layers that can reach the read layer
-(:func:`random_draws`).
+the same layers (`matched_draws`), or of any layers that can reach the read layer
+(`random_draws`).
 
-Two ways to switch a head off (:func:`ablated`): *zeroing* its output, which also shifts the
+Two ways to switch a head off (`ablated`): *zeroing* its output, which also shifts the
 average state of every layer above, and *mean ablation*, which puts its average output over a
-corpus (:func:`head_means`) in place of what it computed for this sentence: the states keep
+corpus (`head_means`) in place of what it computed for this sentence: the states keep
 their average, and only what the head said about this sentence is lost. A frozen probe that
 fails after zeroing but not after mean ablation was reading a shift, not lost information.
 
 And one test at the model's output: all-MiniLM-L6-v2 has no masked-word head, only a sentence
 embedding, so the question is whether the embedding still tells "the dog chased the cat" from
-"the cat chased the dog" (:func:`swap_distances`), beside a change of who, not of roles.
+"the cat chased the dog" (`swap_distances`), beside a change of who, not of roles.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ROLE_VERBS = ("chased", "found", "helped", "called", "followed", "watched", "kic
 def role_words(
     relations: Sequence[Sequence[str]], sentences: Sequence[int], roles: Sequence[str] = ROLES
 ) -> list[tuple[int, int]]:
-    """``(sentence, word)`` of every word of ``sentences`` whose relation is one of ``roles``,
+    """`(sentence, word)` of every word of `sentences` whose relation is one of `roles`,
     in sentence order: the items the role probe is fitted on or scored on."""
     if not roles:
         raise ValueError("roles must not be empty")
@@ -60,8 +60,8 @@ def role_words(
 
 
 def gather(states: Sequence[torch.Tensor], words: Sequence[tuple[int, int]]) -> torch.Tensor:
-    """``(L + 1, N, D)``: every layer's state of each ``(sentence, word)``, from per-sentence
-    ``(L + 1, W, D)`` states (:func:`mha_lib.analysis.layer_probes.word_states`)."""
+    """`(L + 1, N, D)`: every layer's state of each `(sentence, word)`, from per-sentence
+    `(L + 1, W, D)` states (`mha_lib.analysis.layer_probes.word_states`)."""
     if not words:
         raise ValueError("words must not be empty")
     return torch.stack([states[i][:, j] for i, j in words], 1)
@@ -74,9 +74,9 @@ def ranked_heads(
     relation: str,
     select: Sequence[int],
 ) -> list[Head]:
-    """Every head, best first, by its accuracy on ``relation``'s arcs of the ``select``
-    sentences (``hits``, ``relations``, ``owners`` as from
-    :func:`mha_lib.analysis.syntax_probe.arc_hits`); ties keep the lower layer and head."""
+    """Every head, best first, by its accuracy on `relation`'s arcs of the `select`
+    sentences (`hits`, `relations`, `owners` as from
+    `mha_lib.analysis.syntax_probe.arc_hits`); ties keep the lower layer and head."""
     check_tensor(hits, "hits")
     if hits.dim() != 3 or hits.shape[0] != len(relations) or len(relations) != len(owners):
         raise ValueError("hits must be (A, L, H) with one relation and owner per arc")
@@ -92,10 +92,10 @@ def ranked_heads(
 
 
 def matched_draws(heads: Sequence[Head], num_heads: int, n: int, seed: int = 0) -> list[list[Head]]:
-    """``n`` sets of as many heads as ``heads``, each head replaced by another head of its own
-    layer (never one of ``heads``, never twice in a set): the control that moves the same
+    """`n` sets of as many heads as `heads`, each head replaced by another head of its own
+    layer (never one of `heads`, never twice in a set): the control that moves the same
     layers. With one head, the draws cycle through every other head of its layer in a
-    seeded order, so ``n = num_heads − 1`` is the exact, complete control."""
+    seeded order, so `n = num_heads − 1` is the exact, complete control."""
     check_positive_int("num_heads", num_heads)
     check_positive_int("n", n)
     chosen = set(heads)
@@ -134,8 +134,8 @@ def random_draws(
     *,
     below: int | None = None,
 ) -> list[list[Head]]:
-    """``n`` sets of ``k`` distinct heads drawn from all layers (or from the layers under
-    ``below``: the heads that can reach layer ``below``'s states), none of ``exclude``."""
+    """`n` sets of `k` distinct heads drawn from all layers (or from the layers under
+    `below`: the heads that can reach layer `below`'s states), none of `exclude`."""
     for name, value in (("k", k), ("num_layers", num_layers), ("num_heads", num_heads), ("n", n)):
         check_positive_int(name, value)
     top = num_layers if below is None else below
@@ -150,7 +150,7 @@ def random_draws(
 
 
 def mask_without(heads: Sequence[Head], num_layers: int, num_heads: int) -> torch.Tensor:
-    """``(L, H)`` float head mask, ones with ``heads`` at zero (:func:`mha_lib.bert.head_mask`)."""
+    """`(L, H)` float head mask, ones with `heads` at zero (`mha_lib.bert.head_mask`)."""
     mask = torch.ones(num_layers, num_heads)
     for layer, head in heads:
         mask[layer, head] = 0.0
@@ -164,10 +164,10 @@ def read_roles(
     test_y: Sequence[str],
     frozen: Sequence[object],
 ) -> dict[str, torch.Tensor]:
-    """``{"frozen": (L + 1, N_test), "refit": (L + 1, N_test)}`` bool hits of the role probes on
-    states of a (possibly damaged) model: the ``frozen`` probes (one per layer, fitted on the
-    intact model by :func:`~mha_lib.analysis.layer_probes.fit_by_layer`) read ``test_x`` as
-    they are; the refitted ones are fitted on ``train_x``."""
+    """`{"frozen": (L + 1, N_test), "refit": (L + 1, N_test)}` bool hits of the role probes on
+    states of a (possibly damaged) model: the `frozen` probes (one per layer, fitted on the
+    intact model by `fit_by_layer`) read `test_x` as
+    they are; the refitted ones are fitted on `train_x`."""
     return {
         "frozen": hits_by_layer(train_x, train_y, test_x, test_y, probes=frozen),
         "refit": hits_by_layer(train_x, train_y, test_x, test_y),
@@ -175,7 +175,7 @@ def read_roles(
 
 
 def accuracy_by_role(hits: torch.Tensor, test_y: Sequence[str]) -> dict[str, list[float]]:
-    """Per role (and ``"all"``), the per-layer accuracy of ``hits`` ``(L + 1, N)``."""
+    """Per role (and `"all"`), the per-layer accuracy of `hits` `(L + 1, N)`."""
     check_tensor(hits, "hits")
     if hits.dim() != 2 or hits.shape[1] != len(test_y):
         raise ValueError("hits must be (L + 1, N) with one label per item")
@@ -187,8 +187,8 @@ def accuracy_by_role(hits: torch.Tensor, test_y: Sequence[str]) -> dict[str, lis
 
 
 def reaching(heads: Sequence[Head], layer: int, num_heads: int) -> list[Head]:
-    """Every head that can change layer ``layer``'s states (those of the layers under it: the
-    embeddings are layer 0, block ``b``'s output layer ``b + 1``), but ``heads``."""
+    """Every head that can change layer `layer`'s states (those of the layers under it: the
+    embeddings are layer 0, block `b`'s output layer `b + 1`), but `heads`."""
     if layer < 0:
         raise ValueError(f"layer must be non-negative, got {layer!r}")
     skip = {tuple(h) for h in heads}
@@ -207,8 +207,8 @@ def _contexts(model: nn.Module) -> list[nn.Module]:
 def head_means(
     model: nn.Module, tokenizer: object, word_lists: Sequence[Sequence[str]], batch_size: int = 32
 ) -> torch.Tensor:
-    """``(L, H, D_head)``: each head's output (its slice of the context, before the output
-    projection), averaged over every real token of ``word_lists`` (``[CLS]`` and ``[SEP]``
+    """`(L, H, D_head)`: each head's output (its slice of the context, before the output
+    projection), averaged over every real token of `word_lists` (`[CLS]` and `[SEP]`
     too, padding not): the value mean ablation puts in its place."""
     check_positive_int("batch_size", batch_size)
     if not word_lists:
@@ -242,9 +242,9 @@ def head_means(
 def heads_replaced(
     model: nn.Module, heads: Sequence[Head], values: torch.Tensor
 ) -> Iterator[None]:
-    """Inside the block, each of ``heads`` outputs ``values[layer, head]`` ``(D_head,)`` at
-    every token instead of what it computed (``values`` ``(L, H, D_head)``, e.g.
-    :func:`head_means`); every other head is untouched."""
+    """Inside the block, each of `heads` outputs `values[layer, head]` `(D_head,)` at
+    every token instead of what it computed (`values` `(L, H, D_head)`, e.g.
+    `head_means`); every other head is untouched."""
     mods = _contexts(model)
     check_floating(values, "values")
     shape = (len(mods), mods[0].num_attention_heads, mods[0].attention_head_size)
@@ -278,8 +278,8 @@ def heads_replaced(
 def ablated(
     model: nn.Module, heads: Sequence[Head], means: torch.Tensor | None = None
 ) -> Iterator[None]:
-    """``heads`` switched off inside the block: zeroed (``means`` None, the head mask of
-    :func:`mha_lib.bert.head_mask`) or mean-ablated (each outputs its ``means`` entry)."""
+    """`heads` switched off inside the block: zeroed (`means` None, the head mask of
+    `mha_lib.bert.head_mask`) or mean-ablated (each outputs its `means` entry)."""
     if means is None:
         cfg = model.config
         with head_mask(model, mask_without(heads, cfg.num_hidden_layers, cfg.num_attention_heads)):
@@ -290,8 +290,8 @@ def ablated(
 
 
 def role_swaps(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
-    """``n`` distinct ``(subject, verb, object, other)``: two different nouns of
-    :data:`~mha_lib.analysis.syntax_probe.AGENTS` around a verb of :data:`ROLE_VERBS`, and a
+    """`n` distinct `(subject, verb, object, other)`: two different nouns of
+    `AGENTS` around a verb of `ROLE_VERBS`, and a
     third noun to put in the object's place (a change of who, not of roles)."""
     check_positive_int("n", n)
     rng = random.Random(seed)
@@ -310,9 +310,9 @@ def role_swaps(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
 
 
 def swap_texts(items: Sequence[tuple[str, str, str, str]]) -> dict[str, list[str]]:
-    """The sentences of :func:`role_swaps`' items: ``"the dog chased the cat."`` (``"base"``),
-    its role swap ``"the cat chased the dog."`` (``"swap"``) and the same with another object,
-    ``"the dog chased the bird."`` (``"sub"``)."""
+    """The sentences of `role_swaps`' items: `"the dog chased the cat."` (`"base"`),
+    its role swap `"the cat chased the dog."` (`"swap"`) and the same with another object,
+    `"the dog chased the bird."` (`"sub"`)."""
     return {
         "base": [f"the {a} {v} the {b}." for a, v, b, _ in items],
         "swap": [f"the {b} {v} the {a}." for a, v, b, _ in items],
@@ -323,7 +323,7 @@ def swap_texts(items: Sequence[tuple[str, str, str, str]]) -> dict[str, list[str
 def sentence_embeddings(
     model: nn.Module, tokenizer: object, texts: Sequence[str], batch_size: int = 64
 ) -> torch.Tensor:
-    """``(N, D)`` float64: all-MiniLM-L6-v2's sentence embedding of each text, the mean of the
+    """`(N, D)` float64: all-MiniLM-L6-v2's sentence embedding of each text, the mean of the
     last layer over real tokens, L2-normalised (sentence-transformers' pooling)."""
     check_positive_int("batch_size", batch_size)
     device = next(model.parameters()).device
@@ -341,9 +341,9 @@ def sentence_embeddings(
 def swap_distances(
     model: nn.Module, tokenizer: object, items: Sequence[tuple[str, str, str, str]]
 ) -> dict[str, torch.Tensor]:
-    """Per item, ``1 − cos`` between a sentence's embedding and its role swap's (``"swap"``:
+    """Per item, `1 − cos` between a sentence's embedding and its role swap's (`"swap"`:
     0 means the embedding cannot tell who did what to whom) and its object-substituted
-    version's (``"sub"``: a change that needs no roles), each ``(N,)`` float64."""
+    version's (`"sub"`: a change that needs no roles), each `(N,)` float64."""
     texts = swap_texts(items)
     e = {k: sentence_embeddings(model, tokenizer, v) for k, v in texts.items()}
     return {k: 1 - (e["base"] * e[k]).sum(-1) for k in ("swap", "sub")}
@@ -360,8 +360,8 @@ def role_contrast_ci(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> tuple[float, list[tuple[float, float]]]:
-    """``mean(change on a's items) − mean(change on b's items)`` and its percentile intervals
-    at ``levels``, resampling whole ``groups`` (sentences) with replacement, so the two roles'
+    """`mean(change on a's items) − mean(change on b's items)` and its percentile intervals
+    at `levels`, resampling whole `groups` (sentences) with replacement, so the two roles'
     words of one sentence stay together: how much more one role changed than the other."""
     check_tensor(change, "change")
     if change.dim() != 1 or not len(change) == len(roles) == len(groups):

@@ -32,7 +32,7 @@ ALPHA = 10.0  # the probes' ridge penalty (on standardised features)
 def word_states(
     model: nn.Module, tokenizer: object, word_lists: Sequence[Sequence[str]], batch_size: int = 32
 ) -> list[torch.Tensor]:
-    """Per sentence, ``(L + 1, W, D)``: every layer's hidden state of each word (the mean of
+    """Per sentence, `(L + 1, W, D)`: every layer's hidden state of each word (the mean of
     its word pieces; layer 0 is the embedding output), so labels of words meet states of words."""
     check_positive_int("batch_size", batch_size)
     if not word_lists:
@@ -83,8 +83,8 @@ def control_labels(
 def sentence_control_labels(
     word_lists: Sequence[Sequence[str]], labels: Sequence[Sequence[str]], seed: int = 0
 ) -> list[list[str]]:
-    """:func:`control_labels` for sentences: the same labels, in the same per-sentence layout
-    as ``labels`` (one per word of each sentence of ``word_lists``)."""
+    """`control_labels` for sentences: the same labels, in the same per-sentence layout
+    as `labels` (one per word of each sentence of `word_lists`)."""
     if len(word_lists) != len(labels) or any(
         len(w) != len(lab) for w, lab in zip(word_lists, labels, strict=True)
     ):
@@ -101,8 +101,8 @@ def sentence_control_labels(
 def fit_probe(
     train_x: torch.Tensor, train_y: Sequence[object], *, alpha: float = ALPHA
 ) -> object:
-    """A linear probe fitted on ``train_x`` ``(N, D)`` with one label per row: scikit-learn's
-    ``RidgeClassifier`` (one output per label) on standardised features; its ``predict``
+    """A linear probe fitted on `train_x` `(N, D)` with one label per row: scikit-learn's
+    `RidgeClassifier` (one output per label) on standardised features; its `predict`
     takes float64 NumPy rows and returns label strings. One label only: a constant probe."""
     from sklearn.dummy import DummyClassifier
     from sklearn.linear_model import RidgeClassifier
@@ -130,12 +130,12 @@ def probe_hits(
     alpha: float = ALPHA,
     probe: object | None = None,
 ) -> torch.Tensor:
-    """``(N_test,)`` bool: whether a linear probe fitted on ``train_x`` ``(N, D)`` names each
-    test item's label; a test label never seen in training counts as a miss. With ``probe``
-    (from :func:`fit_probe`, fitted elsewhere), that probe reads ``test_x`` and ``train_x``
+    """`(N_test,)` bool: whether a linear probe fitted on `train_x` `(N, D)` names each
+    test item's label; a test label never seen in training counts as a miss. With `probe`
+    (from `fit_probe`, fitted elsewhere), that probe reads `test_x` and `train_x`
     is not used: a read-out kept *frozen* while the states change under it.
 
-    The probe is a least-squares linear classifier (:func:`fit_probe`). The book's other
+    The probe is a least-squares linear classifier (`fit_probe`). The book's other
     probes are logistic regressions; here seven layers times four label sets must fit in a
     page's budget, and the closed-form fit takes a fraction of a second where a logistic one
     takes about a minute (its layer profile for dependency labels was checked to be the same
@@ -156,7 +156,7 @@ def probe_hits(
 def fit_by_layer(
     train_x: torch.Tensor, train_y: Sequence[object], *, alpha: float = ALPHA
 ) -> list[object]:
-    """One probe per layer (:func:`fit_probe`), fitted on ``train_x`` ``(L + 1, N, D)``."""
+    """One probe per layer (`fit_probe`), fitted on `train_x` `(L + 1, N, D)`."""
     if train_x.dim() != 3:
         raise ValueError(f"train_x must be (L + 1, N, D), got {tuple(train_x.shape)}")
     return [fit_probe(train_x[k], train_y, alpha=alpha) for k in range(train_x.shape[0])]
@@ -171,9 +171,9 @@ def hits_by_layer(
     alpha: float = ALPHA,
     probes: Sequence[object] | None = None,
 ) -> torch.Tensor:
-    """``(L + 1, N_test)`` bool: :func:`probe_hits` layer by layer on ``(L + 1, N, D)``
-    states; with ``probes`` (:func:`fit_by_layer`, fitted elsewhere) those read ``test_x``
-    frozen and ``train_x`` is not used."""
+    """`(L + 1, N_test)` bool: `probe_hits` layer by layer on `(L + 1, N, D)`
+    states; with `probes` (`fit_by_layer`, fitted elsewhere) those read `test_x`
+    frozen and `train_x` is not used."""
     if train_x.dim() != 3 or test_x.dim() != 3 or train_x.shape[0] != test_x.shape[0]:
         raise ValueError("train_x and test_x must be (L + 1, N, D) with the same layers")
     if probes is not None and len(probes) != test_x.shape[0]:
@@ -193,10 +193,10 @@ def layer_hits(
     *,
     alpha: float = ALPHA,
 ) -> torch.Tensor:
-    """``(L + 1, N_test)`` bool: per layer, the probe's hits on the test sentences' words.
+    """`(L + 1, N_test)` bool: per layer, the probe's hits on the test sentences' words.
 
-    ``states`` are :func:`word_states`' ``(L + 1, W, D)`` per sentence, ``labels`` one label
-    per word; the probe of each layer is fitted on the ``train`` sentences only.
+    `states` are `word_states`' `(L + 1, W, D)` per sentence, `labels` one label
+    per word; the probe of each layer is fitted on the `train` sentences only.
     """
     if len(states) != len(labels):
         raise ValueError("states and labels must give one entry per sentence")
@@ -213,14 +213,14 @@ def layer_hits(
 
 
 def sentence_ids(labels: Sequence[Sequence[object]], sentences: Sequence[int]) -> list[int]:
-    """The sentence of each word of ``sentences``, in :func:`layer_hits`' order (for intervals
+    """The sentence of each word of `sentences`, in `layer_hits`' order (for intervals
     that resample whole sentences)."""
     return [i for i in sentences for _ in labels[i]]
 
 
 def expected_layer(accuracy: Sequence[float]) -> float:
     """Tenney et al.'s centre of gravity: the mean layer, weighted by each layer's gain over
-    the layer below (``sum_l l·(a_l − a_{l−1}) / sum_l (a_l − a_{l−1})``, l ≥ 1). A task
+    the layer below (`sum_l l·(a_l − a_{l−1}) / sum_l (a_l − a_{l−1})`, l ≥ 1). A task
     learnt early has a low value, one that keeps gaining up the stack a high one."""
     a = [float(v) for v in accuracy]
     if len(a) < 2:
@@ -233,8 +233,8 @@ def expected_layer(accuracy: Sequence[float]) -> float:
 
 
 def target_layer_states(model: nn.Module, batches: Sequence[object]) -> torch.Tensor:
-    """``(L + 1, N, D)``: every layer's state at each item's target word, for chapter 6's
-    :class:`~mha_lib.analysis.sense_eval.SenseBatch` batches (the sense probe of every layer)."""
+    """`(L + 1, N, D)`: every layer's state at each item's target word, for chapter 6's
+    `SenseBatch` batches (the sense probe of every layer)."""
     device = next(model.parameters()).device
     parts = []
     for b in batches:

@@ -1,16 +1,16 @@
 """Where a recall model's errors fall: per context token, and where its heads looked.
 
-A one-key recall model (:mod:`mha_lib.experiments.tasks`) answers a query by reading the
+A one-key recall model (`mha_lib.experiments.tasks`) answers a query by reading the
 (key, value) token that the query names. If its errors were noise, they would spread over all
 those tokens in proportion to how often each is asked for. If instead a few tokens are never
 learned, the errors pile up on them. These functions tell the two apart from a batch of
 answers:
 
-- :func:`token_errors` counts answers and wrong answers per answer token;
-- :func:`dead_tokens` names the tokens wrong more often than a threshold;
-- :func:`error_share` says what share of all errors fall on a set of tokens, beside the share
+- `token_errors` counts answers and wrong answers per answer token;
+- `dead_tokens` names the tokens wrong more often than a threshold;
+- `error_share` says what share of all errors fall on a set of tokens, beside the share
   of answers that ask for them (what errors spread evenly would give);
-- :func:`right_weight` reads, at each query, the weight a head puts on the position it had to
+- `right_weight` reads, at each query, the weight a head puts on the position it had to
   read.
 """
 
@@ -32,8 +32,8 @@ DEAD_ERROR = 0.2
 def token_errors(
     tokens: torch.Tensor, wrong: torch.Tensor, vocab_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(errors, counts)``, each ``(vocab_size,)``: per token id, how many answers asked for
-    it (``tokens``, any shape) and how many of them were wrong (``wrong``, boolean, the same
+    """`(errors, counts)`, each `(vocab_size,)`: per token id, how many answers asked for
+    it (`tokens`, any shape) and how many of them were wrong (`wrong`, boolean, the same
     shape). Counted per token because a model may fail a token whatever its position."""
     check_tensor(tokens, "tokens")
     check_tensor(wrong, "wrong")
@@ -70,7 +70,7 @@ def dead_tokens(
     counts: Sequence[int] | np.ndarray,
     threshold: float = DEAD_ERROR,
 ) -> np.ndarray:
-    """The token ids (sorted) whose error rate exceeds ``threshold``: those the model has
+    """The token ids (sorted) whose error rate exceeds `threshold`: those the model has
     not learned, as opposed to an error rate spread thinly over every token."""
     if not 0 <= threshold < 1:
         raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
@@ -83,10 +83,10 @@ def error_share(
     counts: Sequence[int] | np.ndarray,
     tokens: Sequence[int] | np.ndarray,
 ) -> tuple[float, float]:
-    """``(share of errors, share of answers)`` that fall on ``tokens``.
+    """`(share of errors, share of answers)` that fall on `tokens`.
 
     The second is what the first would be if errors were spread evenly over answers (every
-    answer equally likely to be wrong): errors concentrate on ``tokens`` by as much as the
+    answer equally likely to be wrong): errors concentrate on `tokens` by as much as the
     first exceeds it. With no error at all the share of errors is 0."""
     e, c = np.asarray(errors, dtype=float), np.asarray(counts, dtype=float)
     error_rates(e, c)  # validates
@@ -102,10 +102,10 @@ def error_share(
 def right_weight(
     weights: torch.Tensor, positions: torch.Tensor, rows: torch.Tensor
 ) -> torch.Tensor:
-    """``(B, H, Q)``: the weight each head puts, at query rows ``rows`` ``(Q,)``, on the
-    position ``positions`` ``(B, Q)`` it must read there.
+    """`(B, H, Q)`: the weight each head puts, at query rows `rows` `(Q,)`, on the
+    position `positions` `(B, Q)` it must read there.
 
-    ``weights`` is one layer's map ``(B, H, T, T)``. Near 1 the head reads the right token
+    `weights` is one layer's map `(B, H, T, T)`. Near 1 the head reads the right token
     alone; near 0 it looks elsewhere, and no read-out can recover the value from its output."""
     check_tensor(weights, "weights")
     check_rank(weights, 4, "weights", "(batch, heads, time, time)")

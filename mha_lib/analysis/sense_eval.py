@@ -133,7 +133,7 @@ def vocabulary(split: str) -> dict[str, tuple[str, ...]]:
 
 
 def make_sense_set(split: str, num_items: int, seed: int) -> list[SenseItem]:
-    """``num_items`` items (homonyms in turn, senses alternating) from one split's words."""
+    """`num_items` items (homonyms in turn, senses alternating) from one split's words."""
     check_positive_int("num_items", num_items)
     words = vocabulary(split)
     rng = random.Random(seed)
@@ -197,7 +197,7 @@ def make_batches(
 
 
 def target_states(model: nn.Module, batch: SenseBatch) -> torch.Tensor:
-    """``(B, D)``: the last hidden state at each item's target word, on the model's device."""
+    """`(B, D)`: the last hidden state at each item's target word, on the model's device."""
     device = next(model.parameters()).device
     hidden = model(
         input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device)
@@ -208,7 +208,7 @@ def target_states(model: nn.Module, batch: SenseBatch) -> torch.Tensor:
 
 def fit_probe(model: nn.Module, batches: Sequence[SenseBatch], *, C: float = 1.0) -> nn.Linear:
     """A multinomial logistic regression over the eight domains, fitted on the model's target
-    states (scikit-learn, deterministic), returned as a frozen ``nn.Linear`` on its device."""
+    states (scikit-learn, deterministic), returned as a frozen `nn.Linear` on its device."""
     from sklearn.linear_model import LogisticRegression
 
     with torch.inference_mode():
@@ -229,7 +229,7 @@ def fit_probe(model: nn.Module, batches: Sequence[SenseBatch], *, C: float = 1.0
 
 
 def sense_logits(model: nn.Module, batch: SenseBatch, probe: nn.Linear) -> torch.Tensor:
-    """``(B, 2)``: the probe's logits for each item's two candidate domains."""
+    """`(B, 2)`: the probe's logits for each item's two candidate domains."""
     logits = probe(target_states(model, batch).to(probe.weight.dtype))  # (B, 8)
     return logits.gather(1, batch.candidates.to(logits.device))  # (B, 2)
 
@@ -237,7 +237,7 @@ def sense_logits(model: nn.Module, batch: SenseBatch, probe: nn.Linear) -> torch
 def sense_loss(
     model: nn.Module, batch: SenseBatch, probe: nn.Linear, *, reduction: str = "mean"
 ) -> torch.Tensor:
-    """Cross-entropy over the two senses: differentiable, one value per item with ``"none"``."""
+    """Cross-entropy over the two senses: differentiable, one value per item with `"none"`."""
     if reduction not in ("mean", "none"):
         raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
     logits = sense_logits(model, batch, probe)  # (B, 2)
@@ -245,7 +245,7 @@ def sense_loss(
 
 
 def item_correct(model: nn.Module, batches: Sequence[SenseBatch], probe: nn.Linear) -> torch.Tensor:
-    """``(N,)`` bool on the CPU: which items the probe gets right (for :func:`bootstrap_ci`)."""
+    """`(N,)` bool on the CPU: which items the probe gets right (for `bootstrap_ci`)."""
     out = []
     with torch.inference_mode():
         for batch in batches:
@@ -267,7 +267,7 @@ bootstrap_interval = bootstrap_ci
 def lexical_baselines(
     train: Sequence[SenseItem], test: Sequence[SenseItem]
 ) -> Mapping[str, float]:
-    """Accuracy on ``test`` of models that see words only, each choosing between the item's two
+    """Accuracy on `test` of models that see words only, each choosing between the item's two
     domains: logistic regression on word counts and on TF-IDF, and a vote of the training
     sentences (labelled with one of the two domains) that share the most context words with
     the item (the templates' own words and the homonym left out; a tied vote counts as wrong)."""
@@ -315,9 +315,9 @@ BAG_C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 def embedding_bags(
     model: nn.Module, tokenizer: object, items: Sequence[SenseItem], *, words: str = "sentence"
 ) -> torch.Tensor:
-    """``(N, D)`` float64 on the CPU: the mean of the model's input word-piece embeddings over
-    the sentence (``"sentence"``: every piece but [CLS] and [SEP]) or over its three context
-    words only (``"context"``, a reader told which words matter). No position embeddings and
+    """`(N, D)` float64 on the CPU: the mean of the model's input word-piece embeddings over
+    the sentence (`"sentence"`: every piece but [CLS] and [SEP]) or over its three context
+    words only (`"context"`, a reader told which words matter). No position embeddings and
     no attention: each word's meaning as the model's first layer receives it, and no more."""
     if words not in BAG_WORDS:
         raise ValueError(f"words must be one of {BAG_WORDS}, got {words!r}")
@@ -340,8 +340,8 @@ def _domain_label(it: SenseItem) -> int:
 def choice_correct(
     log_p: torch.Tensor, classes: Sequence[int], items: Sequence[SenseItem]
 ) -> torch.Tensor:
-    """``(N,)`` bool: whether the higher of each item's two candidate domains, in ``log_p``
-    ``(N, C)`` over ``classes``, is the right one (a tie picks the first domain)."""
+    """`(N,)` bool: whether the higher of each item's two candidate domains, in `log_p`
+    `(N, C)` over `classes`, is the right one (a tie picks the first domain)."""
     column = {int(c): i for i, c in enumerate(classes)}
     out = []
     for row, it in zip(log_p, items, strict=True):
@@ -362,9 +362,9 @@ def bag_baseline(
     C: float | None = None,
 ) -> dict[str, object]:
     """The probe's kind of classifier (multinomial logistic regression over the eight domains,
-    picking the more likely of the item's two) on :func:`embedding_bags`, trained on ``train``,
-    its C the best on ``score`` (or ``C`` if given), evaluated on ``test``: ``{"C", "score",
-    "accuracy", "correct"}`` (score accuracy per C tried, and which test items it gets right)."""
+    picking the more likely of the item's two) on `embedding_bags`, trained on `train`,
+    its C the best on `score` (or `C` if given), evaluated on `test`: `{"C", "score",
+    "accuracy", "correct"}` (score accuracy per C tried, and which test items it gets right)."""
     from sklearn.linear_model import LogisticRegression
 
     x = {k: embedding_bags(model, tokenizer, v, words=words).numpy()

@@ -1,10 +1,10 @@
 # ruff: noqa: E501 - one written sentence per line reads better than wrapped fragments
 """Syntax on natural text: long sentences written for the book, parsed by a trained parser.
 
-The template sentences of :mod:`mha_lib.analysis.syntax_probe` have exact (gold) arcs
+The template sentences of `mha_lib.analysis.syntax_probe` have exact (gold) arcs
 but are short and regular, so position is a strong guesser there. Here are longer,
 varied sentences (relative clauses, possessives, coordination, questions) whose
-arcs come from spaCy's ``en_core_web_sm`` pipeline: a trained parser, so the arcs
+arcs come from spaCy's `en_core_web_sm` pipeline: a trained parser, so the arcs
 are *silver* (about nine in ten right on its own test set), not gold. The parse
 uses spaCy's tokenisation, which becomes the word list given to the WordPiece
 tokenizer, so attention maps and arcs share one set of words.
@@ -40,7 +40,7 @@ def _to_sentence(doc: object, label: str) -> Sentence:
 
 
 def parse(nlp: object, texts: Sequence[str] | Sequence[Sequence[str]]) -> list[Sentence]:
-    """Parse each text (a string, or a list of words kept as they are) into a :class:`Sentence`.
+    """Parse each text (a string, or a list of words kept as they are) into a `Sentence`.
 
     A text that the parser splits into several sentences (several roots) is refused, so
     every item has one tree as the scorers expect.
@@ -59,7 +59,7 @@ def parse(nlp: object, texts: Sequence[str] | Sequence[Sequence[str]]) -> list[S
 def attachment_score(
     predicted: Sequence[Sentence], gold: Sequence[Sentence]
 ) -> tuple[float, float]:
-    """Unlabelled and labelled attachment scores of ``predicted`` against ``gold`` (same words)."""
+    """Unlabelled and labelled attachment scores of `predicted` against `gold` (same words)."""
     if len(predicted) != len(gold) or not gold:
         raise ValueError("predicted and gold must be non-empty and equally long")
     n = heads = labels = 0

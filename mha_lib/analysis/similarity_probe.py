@@ -65,7 +65,7 @@ class SimilarityItem:
 
 
 def generate(n_frames: int, seed: int = 0) -> list[SimilarityItem]:
-    """``2 · n_frames`` items: each filled frame with the two earlier things in both orders."""
+    """`2 · n_frames` items: each filled frame with the two earlier things in both orders."""
     check_positive_int("n_frames", n_frames)
     rng = random.Random(seed)
     names = sorted(CATEGORIES)
@@ -94,8 +94,8 @@ def generate(n_frames: int, seed: int = 0) -> list[SimilarityItem]:
 def lexical_hits(
     items: Sequence[SimilarityItem], embed: Callable[[str], torch.Tensor]
 ) -> torch.Tensor:
-    """``(N,)`` booleans: is the similar word the candidate whose ``embed(word)`` is closer to
-    the target's (cosine)? ``embed`` maps a word to a vector, e.g. its mean input embedding."""
+    """`(N,)` booleans: is the similar word the candidate whose `embed(word)` is closer to
+    the target's (cosine)? `embed` maps a word to a vector, e.g. its mean input embedding."""
     if not items:
         raise ValueError("items must not be empty")
     return lexical_choice(
@@ -108,7 +108,7 @@ def lexical_hits(
 
 
 def rule_hits(items: Sequence[SimilarityItem]) -> dict[str, torch.Tensor]:
-    """``(N,)`` booleans for the positional rules: first candidate, nearest candidate."""
+    """`(N,)` booleans for the positional rules: first candidate, nearest candidate."""
     if not items:
         raise ValueError("items must not be empty")
     return {

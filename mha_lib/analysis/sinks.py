@@ -1,10 +1,10 @@
 """Where heads park attention, and how much they move there (chapter 9).
 
 A "sink" (Xiao et al. 2023) is a position that receives much of a head's weight whatever
-the query: in BERT-family models ``[CLS]`` and ``[SEP]``. Weight alone can overstate it: a
+the query: in BERT-family models `[CLS]` and `[SEP]`. Weight alone can overstate it: a
 head can put weight on a token whose transformed value is small, moving little
-(Kobayashi et al. 2020). :func:`special_mass` reads both measures for ``[CLS]`` and
-``[SEP]``, the norm-weighted one from :mod:`mha_lib.bert.norms` (the same maps chapter 5 reads).
+(Kobayashi et al. 2020). `special_mass` reads both measures for `[CLS]` and
+`[SEP]`, the norm-weighted one from `mha_lib.bert.norms` (the same maps chapter 5 reads).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from mha_lib._checks import check_positive_int
 def special_mass(
     model: torch.nn.Module, tokenizer: object, sentences: Sequence[str]
 ) -> dict[str, torch.Tensor]:
-    """Per layer and head ``(L, H)``, averaged over sentences and queries: the weight on
-    ``[CLS]`` and on ``[SEP]``, and the same after norm weighting; and the share of the
+    """Per layer and head `(L, H)`, averaged over sentences and queries: the weight on
+    `[CLS]` and on `[SEP]`, and the same after norm weighting; and the share of the
     sentence's positions the two tokens are (what a uniform head would give them)."""
     from mha_lib.bert import batch_attention_maps
 
@@ -54,21 +54,21 @@ def sink_ablation(
     draws: int = 8,
     seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """What each head takes from ``[CLS]`` and ``[SEP]``, measured by taking it away.
+    """What each head takes from `[CLS]` and `[SEP]`, measured by taking it away.
 
-    In layer ``l`` head ``h`` adds ``o_i = sum_j alpha_ij f(x_j)`` to the layer's attention
-    output ``A`` (:func:`mha_lib.bert.norms.transformed_values`). With ``S`` the two special
-    positions and ``w_i`` the weight query ``i`` puts on them, one head at a time:
+    In layer `l` head `h` adds `o_i = sum_j alpha_ij f(x_j)` to the layer's attention
+    output `A` (`mha_lib.bert.norms.transformed_values`). With `S` the two special
+    positions and `w_i` the weight query `i` puts on them, one head at a time:
 
-    - ``zero``: their part removed, ``o_i − sum_{j in S} alpha_ij f(x_j)``;
-    - ``mean``: their ``f(x_j)`` replaced by the mean ``f`` of the sentence's ordinary tokens;
-    - ``random`` (baseline): the same weight ``w_i`` taken from a random ordinary token ``r``,
-      ``o_i − w_i f(x_r)``, averaged over ``draws`` draws (seeded by ``seed``);
-    - ``off`` (baseline): the whole head switched off, ``o_i`` removed.
+    - `zero`: their part removed, `o_i − sum_{j in S} alpha_ij f(x_j)`;
+    - `mean`: their `f(x_j)` replaced by the mean `f` of the sentence's ordinary tokens;
+    - `random` (baseline): the same weight `w_i` taken from a random ordinary token `r`,
+      `o_i − w_i f(x_r)`, averaged over `draws` draws (seeded by `seed`);
+    - `off` (baseline): the whole head switched off, `o_i` removed.
 
-    Returns, per sentence, layer and head ``(N, L, H)``: ``weight`` (the mean over queries of
-    ``w_i``), and for each ablation ``attn_<ablation>``, the relative change of the attention
-    output ``||ΔA|| / ||A||``, and ``hidden_<ablation>``, that of the hidden state after the
+    Returns, per sentence, layer and head `(N, L, H)`: `weight` (the mean over queries of
+    `w_i`), and for each ablation `attn_<ablation>`, the relative change of the attention
+    output `||ΔA|| / ||A||`, and `hidden_<ablation>`, that of the hidden state after the
     layer (its attention output changed, the rest of the layer run again), Frobenius norms
     over the sentence's positions. Every query position is read, the special ones too.
     """
@@ -131,8 +131,8 @@ def sink_ablation(
 
 
 def _rest_of_layer(layer: torch.nn.Module, x: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
-    """A BERT layer's output from its input ``x`` ``(T, D)`` and attention output ``attn``
-    ``(..., T, D)`` (before the residual): add and normalise, feed forward, add and normalise,
-    as ``BertLayer`` does in eval mode."""
+    """A BERT layer's output from its input `x` `(T, D)` and attention output `attn`
+    `(..., T, D)` (before the residual): add and normalise, feed forward, add and normalise,
+    as `BertLayer` does in eval mode."""
     a = layer.attention.output.LayerNorm(attn + x)  # (..., T, D)
     return layer.output(layer.intermediate(a), a)  # (..., T, D)

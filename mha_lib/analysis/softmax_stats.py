@@ -15,7 +15,7 @@ from mha_lib._checks import check_floating
 def entropy(weights: torch.Tensor) -> torch.Tensor:
     """Shannon entropy in nats of each distribution along the last axis (0·log 0 = 0).
 
-    ``log T`` for uniform attention over ``T`` keys, 0 for a one-hot.
+    `log T` for uniform attention over `T` keys, 0 for a one-hot.
     """
     check_floating(weights, "weights")
     terms = weights * torch.log(weights.clamp_min(torch.finfo(weights.dtype).tiny))
@@ -23,9 +23,9 @@ def entropy(weights: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
-    """``∂softmax(s)/∂s = diag(p) − p pᵀ`` for each distribution ``p`` on the last axis.
+    """`∂softmax(s)/∂s = diag(p) − p pᵀ` for each distribution `p` on the last axis.
 
-    Shape ``(..., T) → (..., T, T)``. It vanishes as ``p`` approaches a one-hot,
+    Shape `(..., T) → (..., T, T)`. It vanishes as `p` approaches a one-hot,
     which is what a saturated softmax does to learning.
     """
     check_floating(weights, "weights")

@@ -61,7 +61,7 @@ RELATIONS = ("det", "amod", "nsubj", "dobj", "prep", "pobj", "advmod", "aux", "p
 
 @dataclass(frozen=True)
 class Sentence:
-    """Words with gold dependencies: ``heads[i]`` is the index of word i's head, −1 for the root."""
+    """Words with gold dependencies: `heads[i]` is the index of word i's head, −1 for the root."""
 
     words: tuple[str, ...]
     heads: tuple[int, ...]
@@ -82,7 +82,7 @@ class Sentence:
         return " ".join(self.words[:-1]) + self.words[-1]
 
     def arcs(self) -> list[tuple[int, int, str]]:
-        """``(dependent, head, relation)`` for every word but the root."""
+        """`(dependent, head, relation)` for every word but the root."""
         return [
             (i, h, r)
             for i, (h, r) in enumerate(zip(self.heads, self.relations, strict=True))
@@ -187,7 +187,7 @@ TEMPLATES = (_transitive, _intransitive_pp, _subject_pp, _adverb, _auxiliary)
 
 
 def generate(n: int, seed: int = 0) -> list[Sentence]:
-    """``n`` template sentences, cycling through the templates, reproducible from ``seed``."""
+    """`n` template sentences, cycling through the templates, reproducible from `seed`."""
     check_positive_int("n", n)
     rng = random.Random(seed)
     return [TEMPLATES[i % len(TEMPLATES)](rng) for i in range(n)]
@@ -196,11 +196,11 @@ def generate(n: int, seed: int = 0) -> list[Sentence]:
 def head_accuracy(
     word_maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], *, specials: int = 1
 ) -> dict[str, torch.Tensor]:
-    """Per relation, the ``(L, H)`` fraction of dependents whose most-attended word is their head.
+    """Per relation, the `(L, H)` fraction of dependents whose most-attended word is their head.
 
-    ``word_maps[i]`` is sentence ``i``'s word-level map ``(L, H, W + 2·specials,
-    W + 2·specials)`` with ``specials`` tokens ([CLS], [SEP]) at each end, which
-    are excluded as candidates, as is the word itself. Adds ``"all"`` for every arc.
+    `word_maps[i]` is sentence `i`'s word-level map `(L, H, W + 2·specials,
+    W + 2·specials)` with `specials` tokens ([CLS], [SEP]) at each end, which
+    are excluded as candidates, as is the word itself. Adds `"all"` for every arc.
     """
     hits, relations, _ = arc_hits(word_maps, sentences, specials=specials)  # (A, L, H)
     keys = list(dict.fromkeys(key for rel in relations for key in (rel, "all")))
@@ -232,9 +232,9 @@ def arc_hits(
 ) -> tuple[torch.Tensor, list[str], list[int]]:
     """Per arc, whether each head's most-attended other word is the arc's head word.
 
-    Returns ``(hits (A, L, H) bool, relation of each arc, sentence index of each arc)``,
-    so that arcs can be split and resampled by sentence (see :mod:`mha_lib.analysis.heldout`);
-    :func:`head_accuracy` is the mean of these hits per relation.
+    Returns `(hits (A, L, H) bool, relation of each arc, sentence index of each arc)`,
+    so that arcs can be split and resampled by sentence (see `mha_lib.analysis.heldout`);
+    `head_accuracy` is the mean of these hits per relation.
     """
     if len(word_maps) != len(sentences) or not sentences:
         raise ValueError(
@@ -263,8 +263,8 @@ def arc_hits(
 
 
 def offset_hits(sentences: Sequence[Sentence], offsets: Sequence[int]) -> dict[int, torch.Tensor]:
-    """Per fixed offset, ``(A,)`` booleans over the arcs (order of :func:`arc_hits`): is the
-    head word exactly ``offset`` words from the dependent (head index − dependent index)?"""
+    """Per fixed offset, `(A,)` booleans over the arcs (order of `arc_hits`): is the
+    head word exactly `offset` words from the dependent (head index − dependent index)?"""
     if not sentences:
         raise ValueError("sentences must not be empty")
     gaps = torch.tensor([h - d for s in sentences for d, h, _ in s.arcs()])  # (A,)
@@ -299,9 +299,9 @@ def heldout_scores(
     layer: int | None = None,
     seed: int = 0,
 ) -> RelationScore:
-    """Score ``relation`` (or ``"all"``) from :func:`arc_hits` and :func:`offset_hits` outputs.
+    """Score `relation` (or `"all"`) from `arc_hits` and `offset_hits` outputs.
 
-    ``select`` and ``report`` are sentence indices (from :func:`heldout.split_halves`); the
+    `select` and `report` are sentence indices (from `heldout.split_halves`); the
     arcs of a sentence stay together, and intervals resample whole sentences.
     """
     rows = [i for i, r in enumerate(relations) if relation in (r, "all")]

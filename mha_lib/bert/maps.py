@@ -22,13 +22,13 @@ def attention_maps(
     words: bool = False,
     norm_weighted: bool = False,
 ) -> tuple[list[str], torch.Tensor]:
-    """Return ``(tokens, maps (L, H, T, T))`` for one sentence.
+    """Return `(tokens, maps (L, H, T, T))` for one sentence.
 
-    ``text`` is a string, or a list of words (already split, e.g. with gold
-    syntax). With ``words=True`` the maps are word-level (see
-    :func:`to_word_level`) and the labels are words plus ``[CLS]``/``[SEP]``.
-    With ``norm_weighted=True`` each weight is multiplied by the norm of what its
-    key moves, rows renormalised (see :mod:`mha_lib.bert.norms`).
+    `text` is a string, or a list of words (already split, e.g. with gold
+    syntax). With `words=True` the maps are word-level (see
+    `to_word_level`) and the labels are words plus `[CLS]`/`[SEP]`.
+    With `norm_weighted=True` each weight is multiplied by the norm of what its
+    key moves, rows renormalised (see `mha_lib.bert.norms`).
     """
     if isinstance(text, str):
         batch: list[str] | list[list[str]] = [text]
@@ -51,9 +51,9 @@ def batch_attention_maps(
     """Attention maps for many sentences, padded in batches, each trimmed back to its length.
 
     Sentences are sorted by length so that a batch carries little padding;
-    results come back in input order, one ``(tokens, maps (L, H, T, T))`` per
-    sentence, with no row or column for padding. ``norm_weighted=True`` gives
-    ``alpha_ij * ||f(x_j)||`` with rows renormalised (Kobayashi et al. 2020).
+    results come back in input order, one `(tokens, maps (L, H, T, T))` per
+    sentence, with no row or column for padding. `norm_weighted=True` gives
+    `alpha_ij * ||f(x_j)||` with rows renormalised (Kobayashi et al. 2020).
     """
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
         raise TypeError("texts must be a non-empty list of strings or of word lists")
@@ -110,11 +110,11 @@ def batch_attention_maps(
 
 
 def to_word_level(maps: torch.Tensor, groups: Sequence[int]) -> torch.Tensor:
-    """``(..., T, T) → (..., W, W)``: merge word pieces into words (Clark et al. 2019).
+    """`(..., T, T) → (..., W, W)`: merge word pieces into words (Clark et al. 2019).
 
     Attention *to* a split word is the sum over its pieces (the mass it gets);
     attention *from* it is the mean over its pieces' rows (one distribution),
-    so every row still sums to 1. ``groups[t]`` is the word index of token ``t``
+    so every row still sums to 1. `groups[t]` is the word index of token `t`
     (0 … W−1, non-decreasing is not required).
     """
     check_floating(maps, "maps")
@@ -137,7 +137,7 @@ def to_word_level(maps: torch.Tensor, groups: Sequence[int]) -> torch.Tensor:
 def word_groups(tokenizer: object, words: Sequence[str]) -> tuple[list[int], list[str]]:
     """For a pre-split sentence: the word index of every token, and the word labels.
 
-    Pass the result to :func:`to_word_level` with the token-level maps of the
+    Pass the result to `to_word_level` with the token-level maps of the
     same word list, to get word-level maps without running the model again.
     Special tokens ([CLS], [SEP]) are words of their own.
     """

@@ -18,10 +18,10 @@ from mha_lib._checks import check_floating
 
 
 def transformed_values(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """``(B, H, T, D)``: f(x_j) of every head of one encoder ``layer`` for its input ``hidden``.
+    """`(B, H, T, D)`: f(x_j) of every head of one encoder `layer` for its input `hidden`.
 
-    ``hidden`` is the layer's input ``(B, T, D)`` (``hidden_states[l]`` of a model run
-    with ``output_hidden_states=True``); the value bias is included, b_o is not.
+    `hidden` is the layer's input `(B, T, D)` (`hidden_states[l]` of a model run
+    with `output_hidden_states=True`); the value bias is included, b_o is not.
     """
     check_floating(hidden, "hidden")
     if hidden.dim() != 3:
@@ -37,9 +37,9 @@ def transformed_values(layer: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
 def norm_weighted(
     maps: torch.Tensor, norms: torch.Tensor, *, normalise: bool = True
 ) -> torch.Tensor:
-    """``alpha_ij * ||f(x_j)||`` for maps ``(..., T, T)`` and norms ``(..., T)`` (one per key).
+    """`alpha_ij * ||f(x_j)||` for maps `(..., T, T)` and norms `(..., T)` (one per key).
 
-    With ``normalise`` each row is divided by its sum, so the result reads as a map
+    With `normalise` each row is divided by its sum, so the result reads as a map
     (rows sum to 1) and every statistic of an attention map applies to it.
     """
     check_floating(maps, "maps")

@@ -1,9 +1,9 @@
 """Head surgery on a BERT-family model: mask heads (with gradients), remove them, or copy a layer.
 
 Heads are always named by their *original* index, as transformers 4 did: pruning records
-which heads remain (``mha_lib_kept_heads`` on each self-attention module), and masks given
+which heads remain (`mha_lib_kept_heads` on each self-attention module), and masks given
 after pruning still use original indices. Masks follow the library's one convention (see
-:mod:`mha_lib.core.masks`): ``(L, H)`` for the whole model, ``(B, L, H)`` per example.
+`mha_lib.core.masks`): `(L, H)` for the whole model, `(B, L, H)` per example.
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ def _kept_heads(self_attention: nn.Module) -> list[int]:
 
 @contextlib.contextmanager
 def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
-    """Multiply each head's context output by ``mask[layer, head]`` inside the block.
+    """Multiply each head's context output by `mask[layer, head]` inside the block.
 
-    ``mask`` is a float head mask (1 keeps a head as it is, 0 silences it), ``(L, H)``, or
-    ``(B, L, H)`` for one mask per batch row
-    (per-example importance); ``H`` is the model's original head count, and
+    `mask` is a float head mask (1 keeps a head as it is, 0 silences it), `(L, H)`, or
+    `(B, L, H)` for one mask per batch row
+    (per-example importance); `H` is the model's original head count, and
     entries of heads already pruned are ignored. A forward hook on each layer's
-    self-attention scales the heads' outputs before ``attention.output.dense``,
-    exactly where transformers 4 applied ``head_mask``; the attention mask and
-    padding are untouched, and gradients flow to ``mask`` (Michel et al. 2019
+    self-attention scales the heads' outputs before `attention.output.dense`,
+    exactly where transformers 4 applied `head_mask`; the attention mask and
+    padding are untouched, and gradients flow to `mask` (Michel et al. 2019
     importance scores are those gradients).
     """
     layers = encoder_layers(model)
@@ -90,11 +90,11 @@ def head_mask(model: nn.Module, mask: torch.Tensor) -> Iterator[None]:
 def prune_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> None:
     """Remove heads physically: their query/key/value rows and output-dense columns go.
 
-    ``heads`` maps a layer index to head indices in the *original* numbering (as
+    `heads` maps a layer index to head indices in the *original* numbering (as
     transformers 4 did), so a head-importance table can be pruned in several rounds. The
     result equals masking those heads with zeros, with fewer parameters and less compute.
-    The rules of :mod:`mha_lib.core.head_removal` apply: a head out of range or already
-    removed is a ValueError, and so is removing a layer's last head (use :func:`head_mask`
+    The rules of `mha_lib.core.head_removal` apply: a head out of range or already
+    removed is a ValueError, and so is removing a layer's last head (use `head_mask`
     with zeros to silence a whole layer); the whole plan is checked before any layer
     changes.
     """
@@ -130,11 +130,11 @@ def heads_per_layer(model: nn.Module) -> list[int]:
 
 
 def mha_from_layer(model: nn.Module, layer: int) -> MultiHeadAttention:
-    """A `mha_lib.MultiHeadAttention` carrying layer ``layer``'s q/k/v and output-dense weights.
+    """A `mha_lib.MultiHeadAttention` carrying layer `layer`'s q/k/v and output-dense weights.
 
-    Fed that layer's input hidden states (with ``key_padding_mask`` for padding),
+    Fed that layer's input hidden states (with `key_padding_mask` for padding),
     its per-head weights equal transformers' attention probabilities and its
-    output equals ``attention.output.dense`` before dropout, residual and LayerNorm.
+    output equals `attention.output.dense` before dropout, residual and LayerNorm.
     """
     layers = encoder_layers(model)
     if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(layers):

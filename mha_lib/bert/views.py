@@ -40,13 +40,13 @@ def show_attention(
     layer: int | None = None,
     heads: Sequence[int] | None = None,
 ) -> HTML:
-    """Visualise your own sentence: bertviz's interactive ``head`` or ``model`` view as HTML.
+    """Visualise your own sentence: bertviz's interactive `head` or `model` view as HTML.
 
     One call does the common job. The HTML carries its own loaders (require.js,
     d3 and jQuery from bertviz's CDN URLs), so it renders on a static page too; the
-    book's build (``book/_ext/site_assets.py``) points them at the site's pinned copies,
+    book's build (`book/_ext/site_assets.py`) points them at the site's pinned copies,
     so the published pages need no network while Jupyter keeps bertviz's own URLs.
-    The packaged MiniLM is used unless ``model`` and ``tokenizer`` are given.
+    The packaged MiniLM is used unless `model` and `tokenizer` are given.
     """
     if not isinstance(text, str) or not text.strip():
         raise TypeError("text must be a non-empty string")
@@ -93,8 +93,8 @@ def attention_grid(
 ) -> Figure:
     """A static grid of heatmaps (rows = layers, columns = heads) for readers without JavaScript.
 
-    ``layers`` and ``heads`` pick the rows and columns (all by default); with
-    ``token_labels`` the outer axes name the tokens, which suits a few heads.
+    `layers` and `heads` pick the rows and columns (all by default); with
+    `token_labels` the outer axes name the tokens, which suits a few heads.
     """
     import matplotlib.pyplot as plt
 

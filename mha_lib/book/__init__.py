@@ -3,14 +3,14 @@
 The library's other packages hold the measurements; this one holds what a page needs to
 show them, the same way in Jupyter, Binder and the static site:
 
-- :mod:`~mha_lib.book.page`: :func:`setup` (seeded, offline, quiet), :func:`device`, and
-  :func:`put`, which glues a measured value into the prose;
-- :mod:`~mha_lib.book.figures`: :func:`show`, a figure as an image with alt text and the
+- `page`: `setup` (seeded, offline, quiet), `device`, and
+  `put`, which glues a measured value into the prose;
+- `figures`: `show`, a figure as an image with alt text and the
   size of its smallest text, which the site test checks;
-- :mod:`~mha_lib.book.tables`: :func:`html_table`, and the tables of reproduction checks
+- `tables`: `html_table`, and the tables of reproduction checks
   and provenance;
-- :mod:`~mha_lib.book.plotting`: the figure shapes chapters repeat (runs as a mean and a
-  band, per-head heat maps) and ``COLUMN_INCHES``, the text column's width.
+- `plotting`: the figure shapes chapters repeat (runs as a mean and a
+  band, per-head heat maps) and `COLUMN_INCHES`, the text column's width.
 """
 
 from mha_lib.book.figures import show, smallest_text_px

@@ -1,11 +1,11 @@
 """Figures on a page: an image with alt text that records how small its text is.
 
 A plain figure output carries no alt text, and a figure scaled to the column can shrink its
-text below what a reader can read; :func:`show` writes both facts into the page, and the
+text below what a reader can read; `show` writes both facts into the page, and the
 site test checks them.
 
-The same execution also feeds the Chinese edition: :func:`show` adds to the output a second
-copy of the figure, an SVG whose words are text elements (``text/markdown``, which Jupyter
+The same execution also feeds the Chinese edition: `show` adds to the output a second
+copy of the figure, an SVG whose words are text elements (`text/markdown`, which Jupyter
 and the English site never show; book/zh.yml ranks it first). The Chinese build translates
 those words from the page's catalogue, as it translates alt texts and table headers
 (book/_ext/translated_outputs.py), so a figure's titles, axes and legends read in Chinese
@@ -66,7 +66,7 @@ _WORD = re.compile(r"\b[a-z]{3,}\b")
 
 
 def maths_as_text(label: str) -> str:
-    """A mathtext label as plain text: ``"key width $d_k$"`` becomes ``"key width d_k"``."""
+    """A mathtext label as plain text: `"key width $d_k$"` becomes `"key width d_k"`."""
     if "$" not in label:
         return label
     for pattern, plain in _MATHS_AS_TEXT:
@@ -97,7 +97,7 @@ def _translatable_svg(fig: Figure, width_px: int, height_px: int) -> str:
 
 
 class _Output:
-    """A prepared output that IPython displays as the mimebundle it holds (for ``glue``)."""
+    """A prepared output that IPython displays as the mimebundle it holds (for `glue`)."""
 
     def __init__(self, bundle: dict[str, str]) -> None:
         self.bundle = bundle
@@ -110,11 +110,11 @@ def show(fig: Figure, alt: str, glue_as: str | None = None) -> None:
     """Display a matplotlib figure as an image with alt text, then close it.
 
     A plain figure output carries no alt text, which screen readers need and
-    the site test checks; an ``<img>`` with a data URI works in Jupyter, Binder
+    the site test checks; an `<img>` with a data URI works in Jupyter, Binder
     and the static site alike. The image carries the pixel height of its smallest
-    text (``data-min-text-px``) so that the site test can check it stays readable.
-    ``glue_as`` also glues the figure under that name, so that another page can show it
-    (the ``{glue}`` directive with ``:doc:``) without drawing it again. What is glued is the
+    text (`data-min-text-px`) so that the site test can check it stays readable.
+    `glue_as` also glues the figure under that name, so that another page can show it
+    (the `{glue}` directive with `:doc:`) without drawing it again. What is glued is the
     SVG copy as HTML: a page that pastes from another renders HTML only, and the SVG is the
     copy whose words the Chinese build translates.
     """

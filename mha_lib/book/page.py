@@ -2,7 +2,7 @@
 
 Chapters must run the same way on the static site, a laptop and Binder, and their rendered
 pages must carry no stderr noise. Everything that would differ or print is settled here,
-once; the numbers a page's prose shows are glued from here (:func:`put`).
+once; the numbers a page's prose shows are glued from here (`put`).
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def device() -> torch.device:
 
 
 def put(*pair: object, **values: object) -> None:
-    """Glue measured values for the prose: ``put("key", value)`` or ``put(key=value, ...)``.
+    """Glue measured values for the prose: `put("key", value)` or `put(key=value, ...)`.
 
     Tensors and NumPy scalars are glued as plain Python numbers (their repr cannot be
-    formatted by ``{glue:text}`` roles); nothing is displayed. Glue numbers and names: the
+    formatted by `{glue:text}` roles); nothing is displayed. Glue numbers and names: the
     sentence around a value belongs in the page, where the catalogues translate it.
     """
     from myst_nb import glue

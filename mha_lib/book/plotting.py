@@ -3,7 +3,7 @@
 Each chapter's figures repeat two shapes: several seeds' curves shown as their mean with
 a band from the lowest to the highest run (never one lucky seed alone), and a grid of
 per-head values (layers × heads) as a heat map with its colour bar. They live here once,
-tested, so a chapter shows only what it plots. ``COLUMN_INCHES`` is the widest figure that
+tested, so a chapter shows only what it plots. `COLUMN_INCHES` is the widest figure that
 the site's text column shows at full size, which keeps its text as large as it was drawn.
 """
 
@@ -33,9 +33,9 @@ def runs_band(
     alpha: float = 0.2,
     **line: object,
 ) -> Line2D:
-    """Draw several runs of one curve (``runs``: runs × len(x)) as their mean and min–max band.
+    """Draw several runs of one curve (`runs`: runs × len(x)) as their mean and min–max band.
 
-    Returns the mean's line; ``line`` passes on to ``ax.plot`` (marker, style).
+    Returns the mean's line; `line` passes on to `ax.plot` (marker, style).
     """
     values = np.asarray(runs, dtype=float)
     xs = np.asarray(x, dtype=float)
@@ -63,7 +63,7 @@ def heatmap(
 ) -> None:
     """Per-head values (rows = layers, columns = heads), a tick per cell, and the colour bar.
 
-    ``vmin``/``vmax`` fix the colour scale (attention weights: 0 to 1) instead of the data's range.
+    `vmin`/`vmax` fix the colour scale (attention weights: 0 to 1) instead of the data's range.
     """
     grid = np.asarray(values, dtype=float)
     if grid.ndim != 2:

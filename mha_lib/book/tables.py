@@ -42,7 +42,7 @@ def html_table(
 
 
 def checks_table(checks: Sequence[Check]) -> HTML:
-    """The live-vs-committed checks of a chapter as a table (call after ``verify``)."""
+    """The live-vs-committed checks of a chapter as a table (call after `verify`)."""
 
     def shown(x: object) -> object:
         if isinstance(x, int | float):

@@ -17,19 +17,19 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Return ``(softmax(q kᵀ · scale + mask) v, weights)``.
+    """Return `(softmax(q kᵀ · scale + mask) v, weights)`.
 
-    Shapes: ``q`` is ``(..., Tq, d)``, ``k`` is ``(..., Tk, d)``, ``v`` is
-    ``(..., Tk, dv)``, with the same leading dimensions. The weights come back
+    Shapes: `q` is `(..., Tq, d)`, `k` is `(..., Tk, d)`, `v` is
+    `(..., Tk, dv)`, with the same leading dimensions. The weights come back
     because the book looks at them; `torch.nn.functional.scaled_dot_product_attention`
     computes the same output without materialising them.
 
-    ``mask`` broadcasts to ``(..., Tq, Tk)`` and says which keys each query is *allowed*
+    `mask` broadcasts to `(..., Tq, Tk)` and says which keys each query is *allowed*
     to see: a boolean mask follows torch, **True = may attend**. A float mask is added to
-    the scores; ``-inf``, or a
-    ``finfo.min``-filled entry as transformers makes them, blocks a key. A query
+    the scores; `-inf`, or a
+    `finfo.min`-filled entry as transformers makes them, blocks a key. A query
     that may attend to nothing gets zero weights and a zero output rather than
-    NaN. ``scale`` defaults to ``1/√d``. :mod:`mha_lib.core.masks` has the
+    NaN. `scale` defaults to `1/√d`. `mha_lib.core.masks` has the
     library's mask conventions in one place.
     """
     _check_qkv(q, k, v)

@@ -1,11 +1,11 @@
 """Masking the heads of `MultiHeadAttention` modules from outside the model.
 
-A model built from `mha_lib.MultiHeadAttention` layers need not pass a ``head_mask``
-through its own ``forward``: :func:`heads_scaled` injects one into every listed module with
-a forward pre-hook, for the length of a ``with`` block. Head importance (`mha_lib.pruning`)
+A model built from `mha_lib.MultiHeadAttention` layers need not pass a `head_mask`
+through its own `forward`: `heads_scaled` injects one into every listed module with
+a forward pre-hook, for the length of a `with` block. Head importance (`mha_lib.pruning`)
 and single-head ablation (`mha_lib.experiments.head_health`) both go through it, so the two
-silence a head the same way: its output is multiplied by its entry before ``out_proj``, as
-a ``head_mask`` argument would (:mod:`mha_lib.core.masks` states the head-mask convention).
+silence a head the same way: its output is multiplied by its entry before `out_proj`, as
+a `head_mask` argument would (`mha_lib.core.masks` states the head-mask convention).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from mha_lib.core.multihead import MultiHeadAttention
 def heads_scaled(
     attentions: Sequence[MultiHeadAttention], head_masks: Sequence[torch.Tensor]
 ) -> Iterator[None]:
-    """Inside the block, ``attentions[i]`` scales its heads' outputs by ``head_masks[i]``.
+    """Inside the block, `attentions[i]` scales its heads' outputs by `head_masks[i]`.
 
-    Each ``head_masks[i]`` is float ``(H,)`` or ``(B, H)`` over that module's *original* heads
+    Each `head_masks[i]` is float `(H,)` or `(B, H)` over that module's *original* heads
     (entries of removed heads are ignored); the module checks it at each call. A
-    ``head_mask`` the caller passes as well is multiplied with it. Gradients flow to the
+    `head_mask` the caller passes as well is multiplied with it. Gradients flow to the
     masks. The hooks are removed on leaving the block, also on an error.
     """
     if len(attentions) != len(head_masks):

@@ -8,10 +8,10 @@ from mha_lib._checks import check_positive_int, check_rank, check_tensor
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """``(B, T, D) → (B, H, T, D/H)``: head ``h`` owns features ``h·D/H … (h+1)·D/H − 1``.
+    """`(B, T, D) → (B, H, T, D/H)`: head `h` owns features `h·D/H … (h+1)·D/H − 1`.
 
     Nothing is computed; each head just sees its own contiguous slice of the
-    features, which is why more heads at a fixed ``D`` cost no extra parameters.
+    features, which is why more heads at a fixed `D` cost no extra parameters.
     """
     check_tensor(x, "x")
     check_rank(x, 3, "x", "(batch, time, d_model)")
@@ -25,7 +25,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``(B, H, T, Dh) → (B, T, H·Dh)``, the inverse of :func:`split_heads`."""
+    """`(B, H, T, Dh) → (B, T, H·Dh)`, the inverse of `split_heads`."""
     check_tensor(x, "x")
     check_rank(x, 4, "x", "(batch, heads, time, d_head)")
     batch, heads, time, d_head = x.shape

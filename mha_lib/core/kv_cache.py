@@ -2,11 +2,11 @@
 
 A causal model that generates one token at a time needs, at every step, the keys and
 values of all earlier tokens in every layer. Recomputing them costs a full forward per
-token; keeping them costs memory: per token and layer, ``2 · num_kv_heads · d_head``
+token; keeping them costs memory: per token and layer, `2 · num_kv_heads · d_head`
 numbers. That count is why later models share key/value heads (`MultiHeadAttention`'s
-``num_kv_heads``): the cache shrinks by ``num_heads / num_kv_heads`` while the queries,
-and so the number of attention maps, stay. :func:`cache_bytes` counts it;
-:class:`KVCache` holds it and its :meth:`KVCache.nbytes` reads the real tensors' size,
+`num_kv_heads`): the cache shrinks by `num_heads / num_kv_heads` while the queries,
+and so the number of attention maps, stay. `cache_bytes` counts it;
+`KVCache` holds it and its `KVCache.nbytes` reads the real tensors' size,
 so the count can be checked against what is allocated.
 """
 
@@ -29,7 +29,7 @@ def cache_bytes(
     batch: int = 1,
     dtype: torch.dtype = torch.float32,
 ) -> int:
-    """Bytes of the keys and values of ``tokens`` tokens: ``2·L·Hkv·Dh·T·B·bytes``."""
+    """Bytes of the keys and values of `tokens` tokens: `2·L·Hkv·Dh·T·B·bytes`."""
     for name, value in (
         ("num_layers", num_layers),
         ("num_kv_heads", num_kv_heads),
@@ -43,10 +43,10 @@ def cache_bytes(
 
 
 class KVCache:
-    """Per layer, preallocated keys and values ``(B, Hkv, capacity, Dh)`` and a fill level.
+    """Per layer, preallocated keys and values `(B, Hkv, capacity, Dh)` and a fill level.
 
     Preallocating (as serving systems do) keeps a step from copying the whole cache;
-    the fill level ``length`` is shared by all layers and advanced by :meth:`advance`
+    the fill level `length` is shared by all layers and advanced by `advance`
     once every layer has appended the step's tokens.
     """
 
@@ -83,7 +83,7 @@ class KVCache:
     def append(
         self, layer: int, k: torch.Tensor, v: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write ``k, v (B, Hkv, Tn, Dh)`` after the filled part; return all keys and values."""
+        """Write `k, v (B, Hkv, Tn, Dh)` after the filled part; return all keys and values."""
         end = self.length + k.shape[-2]
         if end > self.capacity:
             raise ValueError(f"the cache holds {self.capacity} tokens, {end} were asked for")
@@ -92,18 +92,18 @@ class KVCache:
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
     def advance(self, tokens: int) -> None:
-        """Mark ``tokens`` more positions as filled (after every layer appended them)."""
+        """Mark `tokens` more positions as filled (after every layer appended them)."""
         self.length += tokens
 
 
 def attend_cached(
     attn: MultiHeadAttention, x: torch.Tensor, cache: KVCache, layer: int
 ) -> torch.Tensor:
-    """Causal self-attention of the new tokens ``x (B, Tn, D)`` over the cache and themselves.
+    """Causal self-attention of the new tokens `x (B, Tn, D)` over the cache and themselves.
 
-    Only the new tokens are projected; their keys and values join the cache of ``layer``.
+    Only the new tokens are projected; their keys and values join the cache of `layer`.
     Equals the rows of a full causal forward that belong to the new tokens (tested in
-    ``tests/unit/test_kv_cache.py``). No dropout, masks or head mask: decoding in eval mode.
+    `tests/unit/test_kv_cache.py`). No dropout, masks or head mask: decoding in eval mode.
     """
     check_rank(x, 3, "x", "(batch, new tokens, d_model)")
     past = cache.length

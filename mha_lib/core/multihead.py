@@ -24,47 +24,47 @@ from mha_lib.core.masks import allowed_keys, attends_nowhere, only_causal
 class MultiHeadAttention(nn.Module):
     """Batch-first multi-head attention with per-head weights and head masking.
 
-    Each of the ``num_heads`` heads attends in its own ``d_model / num_heads``
+    Each of the `num_heads` heads attends in its own `d_model / num_heads`
     dimensional slice of the projected queries, keys and values; the heads'
-    outputs are concatenated and mixed by ``out_proj``. Masks:
+    outputs are concatenated and mixed by `out_proj`. Masks:
 
-    - ``attn_mask``: ``(Tq, Tk)`` or broadcastable to ``(B, H, Tq, Tk)``. Boolean
+    - `attn_mask`: `(Tq, Tk)` or broadcastable to `(B, H, Tq, Tk)`. Boolean
       True means *may attend*, as in `torch.nn.functional.scaled_dot_product_attention`
-      (note: the opposite of `torch.nn.MultiheadAttention`'s boolean ``attn_mask``).
+      (note: the opposite of `torch.nn.MultiheadAttention`'s boolean `attn_mask`).
       A float mask is added to the scores.
-    - ``key_padding_mask``: ``(B, Tk)``; boolean True marks padding, as in
+    - `key_padding_mask`: `(B, Tk)`; boolean True marks padding, as in
       `torch.nn.MultiheadAttention`. A float mask is added to the scores.
-    - ``head_mask``: float ``(H,)`` or ``(B, H)``, multiplying each head's output
-      before ``out_proj``; gradients flow to it (head importance uses them).
+    - `head_mask`: float `(H,)` or `(B, H)`, multiplying each head's output
+      before `out_proj`; gradients flow to it (head importance uses them).
 
-    ``num_kv_heads`` (a divisor of ``num_heads``; default ``num_heads``) gives the
-    query heads fewer key and value heads to share: query head ``h`` reads key/value
-    head ``h // (num_heads // num_kv_heads)``. Equal to ``num_heads`` is multi-head
+    `num_kv_heads` (a divisor of `num_heads`; default `num_heads`) gives the
+    query heads fewer key and value heads to share: query head `h` reads key/value
+    head `h // (num_heads // num_kv_heads)`. Equal to `num_heads` is multi-head
     attention (the default, computed exactly as before), 1 is multi-query attention
     (Shazeer 2019), anything between is grouped-query attention (Ainslie et al. 2023).
-    ``k_proj`` and ``v_proj`` then have ``num_kv_heads · d_head`` outputs, and the
-    weights, ``head_mask`` and pruning stay per *query* head.
+    `k_proj` and `v_proj` then have `num_kv_heads · d_head` outputs, and the
+    weights, `head_mask` and pruning stay per *query* head.
 
-    ``shared_query=True`` shares the other side: one query projection (``q_proj`` with
-    ``d_head`` outputs) serves every head, and each head keeps its own keys and values.
+    `shared_query=True` shares the other side: one query projection (`q_proj` with
+    `d_head` outputs) serves every head, and each head keeps its own keys and values.
     Each head then scores the same query against its own keys (chapter 9 asks which side
     the heads need to own). It needs a key/value head per query head: with both sides
-    shared, the heads of a group would be copies of each other. The default, ``False``,
+    shared, the heads of a group would be copies of each other. The default, `False`,
     is multi-head attention, computed exactly as before.
 
-    Heads keep their original index for good: :meth:`prune_heads` takes original
-    indices and records the survivors in ``kept_heads``, and ``head_mask`` always has
+    Heads keep their original index for good: `prune_heads` takes original
+    indices and records the survivors in `kept_heads`, and `head_mask` always has
     one entry per original head (entries of removed heads are ignored). With shared
     keys and values a query head is removed alone, and a key/value head goes only with
-    the last query head of its group (``kept_kv_heads``): a shared key/value head
+    the last query head of its group (`kept_kv_heads`): a shared key/value head
     cannot be removed while a query head still reads it. The returned
-    weights are those of the present heads, in ``kept_heads`` order, and are not
-    scaled by ``head_mask`` (it scales a head's output, not where the head looks).
-    :mod:`mha_lib.core.masks` states the library's mask conventions in one place.
+    weights are those of the present heads, in `kept_heads` order, and are not
+    scaled by `head_mask` (it scales a head's output, not where the head looks).
+    `mha_lib.core.masks` states the library's mask conventions in one place.
 
-    With ``need_weights=False`` the fused kernel runs and no ``(B, H, Tq, Tk)``
-    map is stored; with ``need_weights=True`` the explicit path runs and the
-    per-head weights are returned. ``device`` and ``dtype`` place the parameters,
+    With `need_weights=False` the fused kernel runs and no `(B, H, Tq, Tk)`
+    map is stored; with `need_weights=True` the explicit path runs and the
+    per-head weights are returned. `device` and `dtype` place the parameters,
     as for any torch module.
     """
 
@@ -145,11 +145,11 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         is_causal: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Return ``(output (B, Tq, d_model), weights (B, H, Tq, Tk) or None)``.
+        """Return `(output (B, Tq, d_model), weights (B, H, Tq, Tk) or None)`.
 
-        ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention).
-        ``is_causal=True`` lets query ``i`` attend to keys ``0 … i`` only, like a
-        lower-triangular ``attn_mask``, but the fused kernel then skips the blocks
+        `key` defaults to `query` and `value` to `key` (self-attention).
+        `is_causal=True` lets query `i` attend to keys `0 … i` only, like a
+        lower-triangular `attn_mask`, but the fused kernel then skips the blocks
         above the diagonal instead of reading a mask: about half the attention work.
         """
         key = query if key is None else key
@@ -205,9 +205,9 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(merge_heads(out)), weights  # (B, Tq, d_model)
 
     def project_queries(self, query: torch.Tensor) -> torch.Tensor:
-        """Every present head's queries, ``(B, Tq, d_model)`` → ``(B, H, Tq, Dh)``.
+        """Every present head's queries, `(B, Tq, d_model)` → `(B, H, Tq, Dh)`.
 
-        With ``shared_query`` the one projected query is viewed once per head (``expand``:
+        With `shared_query` the one projected query is viewed once per head (`expand`:
         no copy, and its gradient is the sum over the heads).
         """
         if self.shared_query:
@@ -217,10 +217,10 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> MultiHeadAttention:
-        """Copy the weights of a `torch.nn.MultiheadAttention` (either ``batch_first``).
+        """Copy the weights of a `torch.nn.MultiheadAttention` (either `batch_first`).
 
         The copy is always batch-first; torch packs the three input projections
-        into one ``in_proj_weight``, which is split here into q, k and v.
+        into one `in_proj_weight`, which is split here into q, k and v.
         """
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got {type(mha).__name__}")
@@ -250,12 +250,12 @@ class MultiHeadAttention(nn.Module):
         return new.train(mha.training)
 
     def prune_heads(self, heads: Iterable[int]) -> None:
-        """Remove heads physically: their q/k/v rows and ``out_proj`` columns go.
+        """Remove heads physically: their q/k/v rows and `out_proj` columns go.
 
-        ``heads`` are *original* indices (0 … ``original_num_heads`` − 1), as in
+        `heads` are *original* indices (0 … `original_num_heads` − 1), as in
         `mha_lib.bert.prune_heads`, so a table of head scores can be pruned in several
-        rounds. The result equals masking those heads with a zero ``head_mask``, with fewer
-        parameters and less compute. The rules of :mod:`mha_lib.core.head_removal` apply: a
+        rounds. The result equals masking those heads with a zero `head_mask`, with fewer
+        parameters and less compute. The rules of `mha_lib.core.head_removal` apply: a
         head that is out of range or already removed is a ValueError, and so is removing
         the last head; a refused call changes nothing. A shared query projection stays
         whole: the heads left still read it.
@@ -298,7 +298,7 @@ class MultiHeadAttention(nn.Module):
 
     def _groups_are_even(self) -> bool:
         """Whether present query heads come in equal consecutive groups per K/V head
-        (what ``enable_gqa`` of the fused kernel assumes)."""
+        (what `enable_gqa` of the fused kernel assumes)."""
         if self.num_heads % self.num_kv_heads:
             return False
         per = self.num_heads // self.num_kv_heads
@@ -335,7 +335,7 @@ class MultiHeadAttention(nn.Module):
             )
 
     def _head_mask_view(self, head_mask: torch.Tensor, batch: int) -> torch.Tensor:
-        """``(H,)`` or ``(B, H)`` over the original heads → ``(1 or B, H_kept, 1, 1)``."""
+        """`(H,)` or `(B, H)` over the original heads → `(1 or B, H_kept, 1, 1)`."""
         check_floating(head_mask, "head_mask")
         h = self.original_num_heads
         if tuple(head_mask.shape) not in ((h,), (batch, h)):

@@ -3,7 +3,7 @@
 Self-attention treats its input as a set: permute the tokens and the outputs are
 permuted the same way, nothing else changes. Order has to be added to the input; the fixed
 sinusoidal codes are one way (a pretrained BERT's learned ones are switched off by
-:func:`mha_lib.bert.without_position_embeddings`).
+`mha_lib.bert.without_position_embeddings`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from mha_lib._checks import check_positive_int
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
-    """The fixed encodings of Vaswani et al. (2017): ``(length, d_model)``.
+    """The fixed encodings of Vaswani et al. (2017): `(length, d_model)`.
 
-    ``PE[p, 2i] = sin(p / 10000^(2i/d))`` and ``PE[p, 2i+1] = cos(…)``: each pair of
+    `PE[p, 2i] = sin(p / 10000^(2i/d))` and `PE[p, 2i+1] = cos(…)`: each pair of
     features is a clock running at its own frequency, so every position gets a
     distinct code and nearby positions get similar ones.
     """

@@ -2,7 +2,7 @@
 
 Each function reads its weights from a `mha_lib.MultiHeadAttention`, so every
 implementation computes the same function; tests check that they agree and
-``bench/mha.py`` times them. Masks follow `mha_lib`: boolean True = may attend.
+`bench/mha.py` times them. Masks follow `mha_lib`: boolean True = may attend.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def loop_over_heads(
 ) -> torch.Tensor:
     """One small attention per head, then concatenate: multi-head attention as usually drawn.
 
-    Head ``h`` uses rows ``h·Dh … (h+1)·Dh − 1`` of each input projection's ``weight``
-    (columns of ``W_q``, ``W_k``, ``W_v`` in the ``x @ W`` form the book writes), so the
-    arithmetic is that of the batched module; what differs is ``H`` times as many
-    small kernel calls. ``attn_mask`` is shared by all heads: ``(Tq, Tk)`` or ``(B, Tq, Tk)``.
+    Head `h` uses rows `h·Dh … (h+1)·Dh − 1` of each input projection's `weight`
+    (columns of `W_q`, `W_k`, `W_v` in the `x @ W` form the book writes), so the
+    arithmetic is that of the batched module; what differs is `H` times as many
+    small kernel calls. `attn_mask` is shared by all heads: `(Tq, Tk)` or `(B, Tq, Tk)`.
     """
     _check_module(mha)
     key = query if key is None else key
@@ -57,7 +57,7 @@ def projections_sdpa(
 
     No input checks and no mask handling beyond what
     `torch.nn.functional.scaled_dot_product_attention` does; timing it next to
-    the library's fused path shows what those cost. ``is_causal=True`` lets the
+    the library's fused path shows what those cost. `is_causal=True` lets the
     kernel skip the blocks above the diagonal instead of reading a mask.
     """
     _check_module(mha)

@@ -1,11 +1,11 @@
 """Multi-head attention in the few lines that are the idea: read these first.
 
 Nothing here checks its input, masks a key, drops out a weight or takes a fast path: the
-library's :func:`~mha_lib.core.attention.scaled_dot_product_attention` and
-:class:`~mha_lib.core.multihead.MultiHeadAttention` do all of that. What is left is the
-computation itself, which ``tests/unit/test_teaching.py`` proves equal to both of them and to
-PyTorch's own attention. The same goes for :func:`head_importance`, the idea behind
-:func:`mha_lib.pruning.head_importance` for one layer.
+library's `scaled_dot_product_attention` and
+`MultiHeadAttention` do all of that. What is left is the
+computation itself, which `tests/unit/test_teaching.py` proves equal to both of them and to
+PyTorch's own attention. The same goes for `head_importance`, the idea behind
+`mha_lib.pruning.head_importance` for one layer.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def multi_head_attention(
 ) -> torch.Tensor:
     """Project, split into heads, attend in every head, merge, mix.
 
-    ``x`` is ``(B, T, d_model)``; each ``w`` is ``(d_model, d_model)``,
-    applied as ``x @ w``.
+    `x` is `(B, T, d_model)`; each `w` is `(d_model, d_model)`,
+    applied as `x @ w`.
     """
     batch, length, d_model = x.shape
     d_head = d_model // num_heads
@@ -62,11 +62,11 @@ def head_importance(
     loss: Callable[[torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
     """Michel et al.'s importance of each head of one layer: the mean
-    over sequences of ``|∂L(x)/∂ξ_h|`` at ``ξ = 1``, the gate ``ξ_h``
-    scaling head ``h``'s output.
+    over sequences of `|∂L(x)/∂ξ_h|` at `ξ = 1`, the gate `ξ_h`
+    scaling head `h`'s output.
 
-    ``layer`` is a :class:`~mha_lib.core.multihead.MultiHeadAttention`;
-    ``loss`` maps its output ``(B, T, d_model)`` to one loss per sequence.
+    `layer` is a `MultiHeadAttention`;
+    `loss` maps its output `(B, T, d_model)` to one loss per sequence.
     """
     # One gate per sequence and head, all 1: (B, h).
     gates = x.new_ones(x.shape[0], layer.num_heads, requires_grad=True)

@@ -1,2 +1,2 @@
 """Text the book reads, written for it: example sentences shared by chapters, the live lab's
-export, tests and benchmarks (:mod:`~mha_lib.data.sentences`)."""
+export, tests and benchmarks (`sentences`)."""

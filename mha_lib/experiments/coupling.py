@@ -1,20 +1,20 @@
 """Do heads affect each other? Probes for the coupling the article says is absent.
 
 The source article says each head is "trained independently" and the heads "do not affect
-each other". In the forward pass of one layer that is exact: head ``j``'s attention map is a
-function of the layer's input and head ``j``'s own query and key rows only. Everything else
-is shared: the heads' outputs are summed by one ``W_o`` into the residual stream, which the
+each other". In the forward pass of one layer that is exact: head `j`'s attention map is a
+function of the layer's input and head `j`'s own query and key rows only. Everything else
+is shared: the heads' outputs are summed by one `W_o` into the residual stream, which the
 next layer reads, and the loss (hence every head's gradient) depends on that sum. These
 functions measure each path:
 
-- :func:`map_change_on_ablation`: silence one head, measure how every head's map moves
+- `map_change_on_ablation`: silence one head, measure how every head's map moves
   (exactly zero in the same layer; the next layer reads the residual stream);
-- :func:`gradient_coupling`: silence one head, measure how much every other head's gradient
+- `gradient_coupling`: silence one head, measure how much every other head's gradient
   changes, beside the change from one batch to another;
-- :func:`train_without`: the counterfactual training run, the same seed (same initial
+- `train_without`: the counterfactual training run, the same seed (same initial
   weights of the other heads, same batches) with some heads removed before the first step;
-- :func:`named_key_weight`, :func:`query_maps`, :func:`map_distance`,
-  :func:`matched_distance`: what the surviving heads learned, compared run against run.
+- `named_key_weight`, `query_maps`, `map_distance`,
+  `matched_distance`: what the surviving heads learned, compared run against run.
 
 Heads keep their original index everywhere; a removed head's entries are NaN.
 """
@@ -49,13 +49,13 @@ def train_without(
     *,
     stop_after: int | None = None,
 ) -> tuple[ToyTransformer, TrainResult]:
-    """Train ``config`` from ``seed`` with the heads ``removed`` (``{layer: [heads]}``) pruned
+    """Train `config` from `seed` with the heads `removed` (`{layer: [heads]}`) pruned
     before the first step.
 
     The other heads start from exactly the weights they have in the full model of the same
     seed and see the same batches: if heads did not affect each other, they would learn
-    exactly what they learn in the full model. ``stop_after`` trains only the first steps
-    of the run, with its whole schedule (:func:`~mha_lib.experiments.training.train`).
+    exactly what they learn in the full model. `stop_after` trains only the first steps
+    of the run, with its whole schedule (`train`).
     """
     task = make_task(config.task, **config.task_args)
     model = build_model(config, task, seed)
@@ -65,7 +65,7 @@ def train_without(
 
 
 def _original_heads(attn: MultiHeadAttention, per_kept: torch.Tensor) -> torch.Tensor:
-    """Put per-present-head values ``(H_kept, ...)`` at their original indices; NaN elsewhere."""
+    """Put per-present-head values `(H_kept, ...)` at their original indices; NaN elsewhere."""
     out = torch.full(
         (attn.original_num_heads, *per_kept.shape[1:]), float("nan"), dtype=per_kept.dtype
     )
@@ -75,7 +75,7 @@ def _original_heads(attn: MultiHeadAttention, per_kept: torch.Tensor) -> torch.T
 
 @torch.no_grad()
 def query_maps(model: ToyTransformer, task: KeyValueRecall, inputs: torch.Tensor) -> torch.Tensor:
-    """Every head's attention rows at the query positions, ``(L, H, B, Q, T)``, by original
+    """Every head's attention rows at the query positions, `(L, H, B, Q, T)`, by original
     head index (NaN for a removed head)."""
     was_training = model.training
     model.eval()
@@ -96,7 +96,7 @@ def named_key_weight(
     model: ToyTransformer, task: KeyValueRecall, inputs: torch.Tensor
 ) -> torch.Tensor:
     """Weight each head puts on the slot holding the key its query names, per named key:
-    ``(L, H, num_keys)`` (NaN for a removed head).
+    `(L, H, num_keys)` (NaN for a removed head).
 
     On associative recall the heads of a layer divide the keys among themselves; this is
     the division.
@@ -114,8 +114,8 @@ def named_key_weight(
 
 
 def map_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Mean total-variation distance between two sets of attention rows ``(..., T)``, over
-    everything but the leading ``(L, H)``: 0 for the same maps, 1 for disjoint ones."""
+    """Mean total-variation distance between two sets of attention rows `(..., T)`, over
+    everything but the leading `(L, H)`: 0 for the same maps, 1 for disjoint ones."""
     if a.shape != b.shape or a.dim() < 3:
         raise ValueError(f"a and b must share a shape (L, H, ..., T), got {a.shape}, {b.shape}")
     tv = 0.5 * (a - b).abs().sum(-1)  # (L, H, ...)
@@ -123,10 +123,10 @@ def map_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def matched_distance(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, list[list[int]]]:
-    """:func:`map_distance` after pairing the heads of ``b`` with those of ``a`` so that the
+    """`map_distance` after pairing the heads of `b` with those of `a` so that the
     total distance is smallest, layer by layer (two runs from different seeds number their
-    heads arbitrarily). Returns the ``(L, H)`` distances and, per layer, ``a``'s partner in
-    ``b`` of each head."""
+    heads arbitrarily). Returns the `(L, H)` distances and, per layer, `a`'s partner in
+    `b` of each head."""
     if a.shape != b.shape or a.dim() < 3:
         raise ValueError(f"a and b must share a shape (L, H, ..., T), got {a.shape}, {b.shape}")
     distances, partners = [], []
@@ -143,8 +143,8 @@ def matched_distance(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, li
 def map_change_on_ablation(
     model: ToyTransformer, task: KeyValueRecall, inputs: torch.Tensor, layer: int, head: int
 ) -> torch.Tensor:
-    """How far every head's maps move (:func:`map_distance`, ``(L, H)``) when head ``head``
-    of layer ``layer`` is silenced: exactly 0 in its own layer, and in layers before it."""
+    """How far every head's maps move (`map_distance`, `(L, H)`) when head `head`
+    of layer `layer` is silenced: exactly 0 in its own layer, and in layers before it."""
     heads = MHAHeads(model, toy_loss, toy_accuracy)
     head_mask = heads.ones()  # 1 keeps a head as it is, 0 silences it
     head_mask[layer, head] = 0.0
@@ -155,8 +155,8 @@ def map_change_on_ablation(
 
 
 def _head_gradients(model: ToyTransformer, batch: tuple, head_mask: torch.Tensor | None) -> list:
-    """Per layer, each head's gradient flattened ``(H, P)``: its rows of ``W_q``, ``W_k``,
-    ``W_v`` (and biases) and its columns of ``W_o``."""
+    """Per layer, each head's gradient flattened `(H, P)`: its rows of `W_q`, `W_k`,
+    `W_v` (and biases) and its columns of `W_o`."""
     heads = MHAHeads(model, toy_loss, toy_accuracy)
     model.zero_grad(set_to_none=True)
     head_mask = heads.ones() if head_mask is None else head_mask
@@ -179,13 +179,13 @@ def _head_gradients(model: ToyTransformer, batch: tuple, head_mask: torch.Tensor
 def gradient_coupling(
     model: ToyTransformer, batches: Sequence[tuple], layer: int, head: int
 ) -> dict[str, torch.Tensor]:
-    """How much silencing head ``head`` of layer ``layer`` changes every head's gradient.
+    """How much silencing head `head` of layer `layer` changes every head's gradient.
 
-    Returns ``(L, H)`` tensors: ``"ablation"``, the relative change
-    ``‖g − g_silenced‖ / ‖g‖`` on the first batch, and ``"batch"``, the relative change
+    Returns `(L, H)` tensors: `"ablation"`, the relative change
+    `‖g − g_silenced‖ / ‖g‖` on the first batch, and `"batch"`, the relative change
     from the first batch to the second with nothing silenced (minibatch noise: what a
-    change of data alone does). The silenced head's own entry is NaN under ``"ablation"``.
-    If heads did not affect each other, every other entry of ``"ablation"`` would be 0.
+    change of data alone does). The silenced head's own entry is NaN under `"ablation"`.
+    If heads did not affect each other, every other entry of `"ablation"` would be 0.
     """
     if len(batches) != 2:
         raise ValueError(f"batches must hold two batches, got {len(batches)}")
@@ -207,11 +207,11 @@ def gradient_coupling(
 
 
 def takeover(full: np.ndarray, removed: np.ndarray, head: int) -> dict[str, float] | None:
-    """Where the keys of a removed head went: ``full`` and ``removed`` are one layer's
-    :func:`named_key_weight` ``(H, K)`` in the full model and with ``head`` removed (same seed).
+    """Where the keys of a removed head went: `full` and `removed` are one layer's
+    `named_key_weight` `(H, K)` in the full model and with `head` removed (same seed).
 
     The removed head's keys are those it read most strongly of all heads in the full model
-    (``None`` if there are none). For them and for the other keys, the best weight any
+    (`None` if there are none). For them and for the other keys, the best weight any
     *other* head puts on the key, in the full model and without the head: if heads did not
     affect each other, both would stay where they were.
     """

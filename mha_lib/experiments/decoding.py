@@ -1,8 +1,8 @@
 """Incremental decoding of the causal toy model with a key/value cache (chapter 9).
 
-:func:`forward_cached` runs only the new tokens through the model, reading the earlier
-ones' keys and values from a :class:`~mha_lib.core.kv_cache.KVCache`; its logits equal
-those of a full causal forward (``tests/unit/test_kv_cache.py``). ``bench/kv_cache.py`` times
+`forward_cached` runs only the new tokens through the model, reading the earlier
+ones' keys and values from a `KVCache`; its logits equal
+those of a full causal forward (`tests/unit/test_kv_cache.py`). `bench/kv_cache.py` times
 it per generated token for multi-head, grouped-query and multi-query layers.
 """
 
@@ -16,14 +16,14 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 
 
 def new_cache(model: ToyTransformer, batch: int, capacity: int) -> KVCache:
-    """An empty cache for every layer of ``model``, room for ``capacity`` tokens."""
+    """An empty cache for every layer of `model`, room for `capacity` tokens."""
     _check_causal(model)
     return KVCache(model.attentions, batch, capacity)
 
 
 @torch.no_grad()
 def forward_cached(model: ToyTransformer, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """Logits ``(B, Tn, C)`` of the new ``tokens (B, Tn)``, which follow the cached ones."""
+    """Logits `(B, Tn, C)` of the new `tokens (B, Tn)`, which follow the cached ones."""
     _check_causal(model)
     check_rank(tokens, 2, "tokens", "(batch, new tokens)")
     start, new = cache.length, tokens.shape[1]
@@ -40,7 +40,7 @@ def forward_cached(model: ToyTransformer, tokens: torch.Tensor, cache: KVCache) 
 
 @torch.no_grad()
 def greedy(model: ToyTransformer, prompt: torch.Tensor, steps: int) -> torch.Tensor:
-    """``prompt (B, T0)`` followed by ``steps`` greedily generated tokens, with a cache."""
+    """`prompt (B, T0)` followed by `steps` greedily generated tokens, with a cache."""
     check_positive_int("steps", steps)
     cache = new_cache(model, prompt.shape[0], prompt.shape[1] + steps)
     logits = forward_cached(model, prompt, cache)

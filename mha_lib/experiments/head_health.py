@@ -25,10 +25,10 @@ HEAD_STATES = ("collapsed", "uniform", "active")
 def head_states(
     weights: torch.Tensor, *, collapsed_at: float = 0.95, uniform_at: float = 0.9
 ) -> list[str]:
-    """Label each head of ``weights`` ``(B, H, T, T)`` collapsed, uniform or active.
+    """Label each head of `weights` `(B, H, T, T)` collapsed, uniform or active.
 
-    ``collapsed``: on average the top key gets at least ``collapsed_at`` of the
-    weight. ``uniform``: mean entropy at least ``uniform_at`` × ln T. The
+    `collapsed`: on average the top key gets at least `collapsed_at` of the
+    weight. `uniform`: mean entropy at least `uniform_at` × ln T. The
     thresholds are arguments because any such line is a choice; the book
     shows the underlying numbers too.
     """
@@ -46,9 +46,9 @@ def head_states(
 
 
 def qk_gradient_norms(attention: MultiHeadAttention, *, relative: bool = False) -> torch.Tensor:
-    """Per-head norm of the gradient that reached the query and key projections, ``(H,)``.
+    """Per-head norm of the gradient that reached the query and key projections, `(H,)`.
 
-    Call after ``backward()``. With ``relative=True`` each norm is divided by the
+    Call after `backward()`. With `relative=True` each norm is divided by the
     norm of the head's query/key weights: that ratio is how far a plain gradient
     step moves the weights relative to their size, and Adam, whose step is about the
     learning rate per weight whatever the gradient's size, moves large weights by a
@@ -60,8 +60,8 @@ def qk_gradient_norms(attention: MultiHeadAttention, *, relative: bool = False) 
 def projection_gradient_norms(
     attention: MultiHeadAttention, projections: tuple[str, ...], *, relative: bool = False
 ) -> torch.Tensor:
-    """Per-head norm of the gradient on the weights of ``projections`` (``"q"``, ``"k"``,
-    ``"v"``) taken together, ``(H,)``; ``relative=True`` divides by their weights' norm."""
+    """Per-head norm of the gradient on the weights of `projections` (`"q"`, `"k"`,
+    `"v"`) taken together, `(H,)`; `relative=True` divides by their weights' norm."""
     if not isinstance(attention, MultiHeadAttention):
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
     if not projections or any(p not in ("q", "k", "v") for p in projections):
@@ -82,7 +82,7 @@ def projection_gradient_norms(
 def projection_weight_norms(
     attention: MultiHeadAttention, projections: tuple[str, ...] = ("q", "k")
 ) -> torch.Tensor:
-    """Per-head norm of the weights of ``projections`` taken together, ``(H,)``."""
+    """Per-head norm of the weights of `projections` taken together, `(H,)`."""
     if not isinstance(attention, MultiHeadAttention):
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
     rows = [
@@ -93,12 +93,12 @@ def projection_weight_norms(
 
 
 def score_gradient(weights: torch.Tensor, weights_grad: torch.Tensor) -> torch.Tensor:
-    """The gradient reaching the scores ``s`` from the gradient ``g`` on ``p = softmax(s)``.
+    """The gradient reaching the scores `s` from the gradient `g` on `p = softmax(s)`.
 
-    Softmax's backward pass: ``∂L/∂s = p ⊙ (g − Σ p g)`` along the last axis, i.e. the
-    Jacobian ``diag(p) − p pᵀ`` applied to ``g``. It vanishes as ``p`` approaches a one-hot,
-    whatever ``g`` is: the sense in which a saturated softmax passes no gradient.
-    Shapes ``(..., T)`` in and out.
+    Softmax's backward pass: `∂L/∂s = p ⊙ (g − Σ p g)` along the last axis, i.e. the
+    Jacobian `diag(p) − p pᵀ` applied to `g`. It vanishes as `p` approaches a one-hot,
+    whatever `g` is: the sense in which a saturated softmax passes no gradient.
+    Shapes `(..., T)` in and out.
     """
     check_floating(weights, "weights")
     check_floating(weights_grad, "weights_grad")
@@ -116,18 +116,18 @@ def diagnose_heads(
 ) -> dict[str, list]:
     """Per-head health of a model built from `MultiHeadAttention` layers, on one batch.
 
-    ``model(inputs, need_weights=True)`` must return ``(logits, [weights per layer])``
+    `model(inputs, need_weights=True)` must return `(logits, [weights per layer])`
     (as `mha_lib.experiments.toy_transformer.ToyTransformer` does); the loss is cross-entropy
-    against ``targets`` (``-100`` = no answer). Returns, per layer, each head's
+    against `targets` (`-100` = no answer). Returns, per layer, each head's
     state, mean top weight, normalised entropy and query/key gradient norm
     (absolute and relative to the weights).
 
-    ``detail=True`` adds, per head: ``qk_weight`` (norm of its query/key weights),
-    ``v_grad`` and ``v_relative_grad`` (the value projection's gradient) and
-    ``score_grad`` (norm of the gradient reaching its scores ``q·k/√d_head``, over the
-    batch: :func:`score_gradient`). ``answers`` ``(B, T, r)``, the positions that hold
-    each answer (-1 where there is none; e.g. ``KeyValueRecall.answer_positions``),
-    adds ``answer_weight``: the weight a head puts on them, averaged over the
+    `detail=True` adds, per head: `qk_weight` (norm of its query/key weights),
+    `v_grad` and `v_relative_grad` (the value projection's gradient) and
+    `score_grad` (norm of the gradient reaching its scores `q·k/√d_head`, over the
+    batch: `score_gradient`). `answers` `(B, T, r)`, the positions that hold
+    each answer (-1 where there is none; e.g. `KeyValueRecall.answer_positions`),
+    adds `answer_weight`: the weight a head puts on them, averaged over the
     answered positions (1 for a head that looks exactly where the answer is).
     The model's gradients are cleared before and after.
     """
@@ -189,12 +189,12 @@ def diagnose_heads(
 
 
 def answer_weight(weights: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
-    """Per head, the weight on the positions holding each answer, ``(H,)``.
+    """Per head, the weight on the positions holding each answer, `(H,)`.
 
-    ``weights`` ``(B, H, T, T)``; ``answers`` ``(B, T, r)`` long, the key positions each
+    `weights` `(B, H, T, T)`; `answers` `(B, T, r)` long, the key positions each
     query position needs (-1 at positions without an answer). For each answered row the
-    weights on its ``r`` positions are summed; the result is the mean over those rows:
-    1 when every answered query looks only where its answer is, ``r/T`` for uniform
+    weights on its `r` positions are summed; the result is the mean over those rows:
+    1 when every answered query looks only where its answer is, `r/T` for uniform
     attention.
     """
     check_floating(weights, "weights")
@@ -222,11 +222,11 @@ def ablation_accuracy(
 ) -> dict[str, object]:
     """Accuracy on one batch as it is and with each head silenced in turn.
 
-    Returns ``{"accuracy": a, "without_head": [[accuracy with head h of layer l zeroed]]}``.
-    A head is silenced by a zero ``head_mask`` entry, injected from outside the model
-    (:func:`mha_lib.core.head_hooks.heads_scaled`, as the pruning adapters do), which
-    removes its output before ``out_proj`` — the same as zeroing its columns of
-    ``out_proj``. A head the model does not use costs nothing when silenced; the drop
+    Returns `{"accuracy": a, "without_head": [[accuracy with head h of layer l zeroed]]}`.
+    A head is silenced by a zero `head_mask` entry, injected from outside the model
+    (`mha_lib.core.head_hooks.heads_scaled`, as the pruning adapters do), which
+    removes its output before `out_proj` — the same as zeroing its columns of
+    `out_proj`. A head the model does not use costs nothing when silenced; the drop
     measures how much the model relies on it.
     """
     attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]

@@ -1,11 +1,11 @@
 """Sharing key/value heads after training, and where attention parks (chapter 9).
 
-:func:`pool_kv_heads` turns a trained multi-head toy model into a grouped-query one the
+`pool_kv_heads` turns a trained multi-head toy model into a grouped-query one the
 way Ainslie et al. (2023) convert a checkpoint: each group's key and value projections
 are replaced by their mean, queries and the output projection are kept.
-:func:`first_position_mass` measures how much attention each head puts on position 0, the
+`first_position_mass` measures how much attention each head puts on position 0, the
 "sink" of Xiao et al. (2023), beside the mass a slot of the same kind receives on average;
-:func:`query_position_mass` the mass the queries keep among themselves (their own position
+`query_position_mass` the mass the queries keep among themselves (their own position
 and earlier queries'), the other place a causal head can leave its weight.
 """
 
@@ -21,7 +21,7 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 
 
 def pooled_attention(attn: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAttention:
-    """A copy of ``attn`` whose ``num_kv_heads`` key/value heads are its groups' means."""
+    """A copy of `attn` whose `num_kv_heads` key/value heads are its groups' means."""
     check_positive_int("num_kv_heads", num_kv_heads)
     if (
         attn.num_heads != attn.original_num_heads
@@ -56,7 +56,7 @@ def pooled_attention(attn: MultiHeadAttention, num_kv_heads: int) -> MultiHeadAt
 
 
 def pool_kv_heads(model: ToyTransformer, num_kv_heads: int) -> ToyTransformer:
-    """A copy of ``model`` with every layer's key/value heads mean-pooled into groups."""
+    """A copy of `model` with every layer's key/value heads mean-pooled into groups."""
     if not isinstance(model, ToyTransformer):
         raise TypeError(f"model must be a ToyTransformer, got {type(model).__name__}")
     new = copy.deepcopy(model)
@@ -66,11 +66,11 @@ def pool_kv_heads(model: ToyTransformer, num_kv_heads: int) -> ToyTransformer:
 
 
 def first_position_mass(maps: torch.Tensor, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per layer and head: mean weight on position 0, and on positions ``1 … slots − 1``.
+    """Per layer and head: mean weight on position 0, and on positions `1 … slots − 1`.
 
-    ``maps`` is ``(L, B, H, T, T)``; rows ``slots … T − 1`` are read (queries that can see
-    all ``slots`` context positions), so position 0 and its ``slots − 1`` neighbours are
-    alike for them and the second number is the baseline for the first. Both ``(L, H)``.
+    `maps` is `(L, B, H, T, T)`; rows `slots … T − 1` are read (queries that can see
+    all `slots` context positions), so position 0 and its `slots − 1` neighbours are
+    alike for them and the second number is the baseline for the first. Both `(L, H)`.
     """
     check_rank(maps, 5, "maps", "(layers, batch, heads, queries, keys)")
     if not 1 < slots < maps.shape[-1]:
@@ -82,8 +82,8 @@ def first_position_mass(maps: torch.Tensor, slots: int) -> tuple[torch.Tensor, t
 
 
 def query_position_mass(maps: torch.Tensor, slots: int) -> torch.Tensor:
-    """Per layer and head ``(L, H)``: the mean weight that queries (rows ``slots … T − 1``) put
-    on query positions (``slots … T − 1``: their own and, under a causal mask, earlier ones)."""
+    """Per layer and head `(L, H)`: the mean weight that queries (rows `slots … T − 1`) put
+    on query positions (`slots … T − 1`: their own and, under a causal mask, earlier ones)."""
     check_rank(maps, 5, "maps", "(layers, batch, heads, queries, keys)")
     if not 0 < slots < maps.shape[-1]:
         raise ValueError(f"slots must be in (0, T={maps.shape[-1]}), got {slots}")

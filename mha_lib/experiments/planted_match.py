@@ -1,19 +1,19 @@
-"""A match planted in ``k`` of ``d`` features: does a wide head lose it, a narrow one find it?
+"""A match planted in `k` of `d` features: does a wide head lose it, a narrow one find it?
 
 Chapter 4 tests the source article's claim that one head over 512 features cannot find what
-a 64-wide head finds. Every token is a standard Gaussian vector in ``d`` dimensions; the
-query copies the first ``k`` coordinates of one key (the *right* key) and is noise
+a 64-wide head finds. Every token is a standard Gaussian vector in `d` dimensions; the
+query copies the first `k` coordinates of one key (the *right* key) and is noise
 elsewhere. Nothing else tells the keys apart, so the weight a head puts on the right key
-measures how well it finds the match, against the uniform ``1/T`` of a head that cannot.
+measures how well it finds the match, against the uniform `1/T` of a head that cannot.
 
 Two settings:
 
-* **fixed projections** (:func:`fixed_head_weights`): the head reads the features as they
-  are, or a slice, or a random subspace, and scales by ``1/√d_head``. The expected score
-  gap between the right key and any other is ``k/√d`` (:func:`score_gap`), so a head that
-  reads all ``d`` features sees the signal diluted by the noise coordinates;
-* **learned projections** (:class:`PlantedHeads`, :func:`train_planted`): ``h`` heads at a
-  fixed ``d_model`` learn ``W_q`` and ``W_k``, and each may learn to read only the signal.
+* **fixed projections** (`fixed_head_weights`): the head reads the features as they
+  are, or a slice, or a random subspace, and scales by `1/√d_head`. The expected score
+  gap between the right key and any other is `k/√d` (`score_gap`), so a head that
+  reads all `d` features sees the signal diluted by the noise coordinates;
+* **learned projections** (`PlantedHeads`, `train_planted`): `h` heads at a
+  fixed `d_model` learn `W_q` and `W_k`, and each may learn to read only the signal.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ def planted_batch(
     generator: torch.Generator,
     dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Queries ``(B, d)``, keys ``(B, T, d)`` and the right key's index ``(B,)``.
+    """Queries `(B, d)`, keys `(B, T, d)` and the right key's index `(B,)`.
 
     All entries are independent standard normals, except that each query's first
-    ``signal_dims`` coordinates equal those of its right key.
+    `signal_dims` coordinates equal those of its right key.
     """
     check_positive_int("batch", batch)
     check_positive_int("num_keys", num_keys)
@@ -69,10 +69,10 @@ def planted_batch(
 def fixed_head_weights(
     queries: torch.Tensor, keys: torch.Tensor, projection: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Weights ``(B, T)`` of one head that projects queries and keys by ``projection``.
+    """Weights `(B, T)` of one head that projects queries and keys by `projection`.
 
-    ``projection`` is ``(d_head, d)`` (``None``: the identity, ``d_head = d``); the scores
-    are ``(P q)·(P k) / √d_head``, as in attention with ``W_q = W_k = P``.
+    `projection` is `(d_head, d)` (`None`: the identity, `d_head = d`); the scores
+    are `(P q)·(P k) / √d_head`, as in attention with `W_q = W_k = P`.
     """
     check_floating(queries, "queries")
     check_floating(keys, "keys")
@@ -94,11 +94,11 @@ def fixed_head_weights(
 
 
 def score_gap(dim: int, signal_dims: int) -> float:
-    """Expected score of the right key minus that of any other, for a head reading ``dim``
-    features with ``signal_dims`` of them matched: ``k/√d``.
+    """Expected score of the right key minus that of any other, for a head reading `dim`
+    features with `signal_dims` of them matched: `k/√d`.
 
-    The right key's dot product with the query is ``|s|² + n_q·n_k``, mean ``k``; any other
-    key's has mean 0; both are divided by ``√d``. The noise around it has std about 1.
+    The right key's dot product with the query is `|s|² + n_q·n_k`, mean `k`; any other
+    key's has mean 0; both are divided by `√d`. The noise around it has std about 1.
     """
     _check_dims(dim, signal_dims)
     return signal_dims / math.sqrt(dim)
@@ -107,10 +107,10 @@ def score_gap(dim: int, signal_dims: int) -> float:
 def right_weight_approx(dim: int, signal_dims: int, num_keys: int, nodes: int = 80) -> float:
     """Approximate mean weight on the right key of a fixed identity head (no projection).
 
-    The right key's score ``a`` has mean ``k/√d`` and variance ``(d + k)/d``; each of the
-    ``T − 1`` other scores is about standard normal, so their exponentials sum to about
-    ``(T − 1)·e^{1/2}`` (law of large numbers). Then ``E[e^a / (e^a + (T − 1)e^{1/2})]``
-    with ``a`` Gaussian, by Gauss–Hermite quadrature. It ignores the spread of that sum.
+    The right key's score `a` has mean `k/√d` and variance `(d + k)/d`; each of the
+    `T − 1` other scores is about standard normal, so their exponentials sum to about
+    `(T − 1)·e^{1/2}` (law of large numbers). Then `E[e^a / (e^a + (T − 1)e^{1/2})]`
+    with `a` Gaussian, by Gauss–Hermite quadrature. It ignores the spread of that sum.
     """
     _check_dims(dim, signal_dims)
     check_positive_int("num_keys", num_keys)
@@ -127,10 +127,10 @@ def oracle_top1(
 ) -> float:
     """How often the right key scores highest for a head that reads only matched coordinates.
 
-    A head of width ``d_head`` can read at most ``min(k, d_head)`` of the ``k`` matched
+    A head of width `d_head` can read at most `min(k, d_head)` of the `k` matched
     features, and reading noise coordinates only adds noise, so scoring by the dot product
-    of ``read_dims`` matched coordinates is the best such a head can rank the keys: the
-    ceiling for its top-1 rate (sampled, ``num_queries`` queries).
+    of `read_dims` matched coordinates is the best such a head can rank the keys: the
+    ceiling for its top-1 rate (sampled, `num_queries` queries).
     """
     check_positive_int("read_dims", read_dims)
     check_positive_int("num_queries", num_queries)
@@ -140,10 +140,10 @@ def oracle_top1(
 
 
 class PlantedHeads(nn.Module):
-    """``num_heads`` heads of width ``d_model / num_heads`` that learn ``W_q`` and ``W_k``.
+    """`num_heads` heads of width `d_model / num_heads` that learn `W_q` and `W_k`.
 
-    Same parameters for every head count (two ``d_model × d_model`` matrices, Xavier-uniform
-    as in :class:`~mha_lib.core.multihead.MultiHeadAttention`); only the split changes.
+    Same parameters for every head count (two `d_model × d_model` matrices, Xavier-uniform
+    as in `MultiHeadAttention`); only the split changes.
     """
 
     def __init__(self, d_model: int, num_heads: int) -> None:
@@ -160,7 +160,7 @@ class PlantedHeads(nn.Module):
             nn.init.xavier_uniform_(proj.weight)
 
     def forward(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """Per-head weights ``(B, H, T)`` of queries ``(B, d)`` over keys ``(B, T, d)``."""
+        """Per-head weights `(B, H, T)` of queries `(B, d)` over keys `(B, T, d)`."""
         q = split_heads(self.q_proj(queries)[:, None], self.num_heads)  # (B, H, 1, Dh)
         k = split_heads(self.k_proj(keys), self.num_heads)  # (B, H, T, Dh)
         scores = (q @ k.transpose(-2, -1))[:, :, 0] / math.sqrt(self.d_head)  # (B, H, T)
@@ -168,7 +168,7 @@ class PlantedHeads(nn.Module):
 
 
 def right_weights(weights: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Weight each head puts on the right key: ``(B, H, T), (B,) → (B, H)``."""
+    """Weight each head puts on the right key: `(B, H, T), (B,) → (B, H)`."""
     check_floating(weights, "weights")
     check_rank(weights, 3, "weights", "(batch, heads, T)")
     if target.shape != weights.shape[:1]:
@@ -190,14 +190,14 @@ def fit_planted(
     eval_every: int = 50,
     seed: int = 0,
 ) -> tuple[PlantedHeads, dict[str, object]]:
-    """Train :class:`PlantedHeads` so that every head finds the right key; the model, its record.
+    """Train `PlantedHeads` so that every head finds the right key; the model, its record.
 
-    The loss is the mean over heads of ``−log`` (weight on the right key), so each head is
+    The loss is the mean over heads of `−log` (weight on the right key), so each head is
     trained on its own to find the match (Adam, fresh batches). The record holds the
-    held-out mean weight on the right key every ``eval_every`` steps (``steps``,
-    ``right_weight``), and at the end each head's mean weight and top-1 rate (``head_weight``,
-    ``head_top1``) and the head-averaged map's weight (``averaged_weight``), all on the same
-    ``eval_size`` held-out items for every head count.
+    held-out mean weight on the right key every `eval_every` steps (`steps`,
+    `right_weight`), and at the end each head's mean weight and top-1 rate (`head_weight`,
+    `head_top1`) and the head-averaged map's weight (`averaged_weight`), all on the same
+    `eval_size` held-out items for every head count.
     """
     _check_dims(d_model, signal_dims)
     torch.manual_seed(seed)
@@ -242,5 +242,5 @@ def fit_planted(
 def train_planted(
     d_model: int, num_heads: int, signal_dims: int, **kwargs: int | float
 ) -> dict[str, object]:
-    """The record of :func:`fit_planted` (same keyword arguments), without the model."""
+    """The record of `fit_planted` (same keyword arguments), without the model."""
     return fit_planted(d_model, num_heads, signal_dims, **kwargs)[1]  # type: ignore[arg-type]

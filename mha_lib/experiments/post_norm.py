@@ -1,8 +1,8 @@
 """Post-norm blocks, as in the original Transformer and BERT: LayerNorm after each residual sum.
 
-The toy transformer is pre-norm, ``x + f(LN(x))``: the residual stream carries the gradient
+The toy transformer is pre-norm, `x + f(LN(x))`: the residual stream carries the gradient
 past every sublayer unchanged, so stacking blocks cannot multiply it up. The original
-Transformer and BERT put the LayerNorm on the main path instead, ``LN(x + f(x))``, so the
+Transformer and BERT put the LayerNorm on the main path instead, `LN(x + f(x))`, so the
 gradient that reaches a lower layer passes through every LayerNorm above it; deep post-norm
 stacks are the ones known to need warm-up and clipping. Chapter 7 trains both to see whether
 a too-large initialisation makes the gradients explode in either.
@@ -16,8 +16,8 @@ from mha_lib.experiments.toy_transformer import Block, ToyTransformer
 
 
 class PostNormBlock(Block):
-    """``x = LN(x + attn(x))``, then ``LN(x + mlp(x))``: the same parameters as
-    :class:`~mha_lib.experiments.toy_transformer.Block` (its ``ln_attn`` and ``ln_mlp``
+    """`x = LN(x + attn(x))`, then `LN(x + mlp(x))`: the same parameters as
+    `Block` (its `ln_attn` and `ln_mlp`
     follow the sums instead of preceding the sublayers)."""
 
     def forward(
@@ -29,7 +29,7 @@ class PostNormBlock(Block):
 
 
 def post_norm_(model: ToyTransformer) -> ToyTransformer:
-    """Make every block of ``model`` a :class:`PostNormBlock`, in place, weights untouched.
+    """Make every block of `model` a `PostNormBlock`, in place, weights untouched.
 
     Built this way, a post-norm model starts from exactly the weights of the pre-norm model
     of the same seed, so the two differ only in where the LayerNorms sit."""

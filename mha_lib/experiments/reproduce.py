@@ -1,22 +1,22 @@
 """Committed results a reader can trust: where each part came from, and live checks that fail.
 
-Experiments too slow for a chapter are studies (:mod:`mha_lib.experiments.studies`), run
-as ``python -m mha_lib.experiments.studies.<name>`` and committed as a small JSON file in
-``scripts/results``
-(:func:`results_dir`). What every study's command line repeats lives here once: its options
-(:func:`parse_args`), its runs spread over processes (:func:`run_jobs`, :func:`run_all`,
-:func:`run_parts`),
-rounding for the file (:func:`rounded`), the parts a partial rerun keeps (:func:`start_parts`),
-and a sample re-run on torch's plain-C kernels (:func:`on_plain_kernels`,
-:func:`plain_kernel_sample`).
+Experiments too slow for a chapter are studies (`mha_lib.experiments.studies`), run
+as `python -m mha_lib.experiments.studies.<name>` and committed as a small JSON file in
+`scripts/results`
+(`results_dir`). What every study's command line repeats lives here once: its options
+(`parse_args`), its runs spread over processes (`run_jobs`, `run_all`,
+`run_parts`),
+rounding for the file (`rounded`), the parts a partial rerun keeps (`start_parts`),
+and a sample re-run on torch's plain-C kernels (`on_plain_kernels`,
+`plain_kernel_sample`).
 Two things keep such a file honest:
 
 * **Provenance.** Every part of the file records the git commit, torch version, CPU
-  capability and thread count that made it (:func:`provenance`); :func:`save_results`
-  writes it, :func:`load_results` refuses a part without it, and a script that keeps
+  capability and thread count that made it (`provenance`); `save_results`
+  writes it, `load_results` refuses a part without it, and a script that keeps
   some parts of an old file says so instead of merging them silently.
-* **Live checks.** The chapter recomputes a sample and calls :func:`verify`, which raises
-  :class:`ReproductionError` — so the book build fails — when a live value is further
+* **Live checks.** The chapter recomputes a sample and calls `verify`, which raises
+  `ReproductionError` — so the book build fails — when a live value is further
   from the committed one than its tolerance.
 
 Tolerances must hold on any CPU. Runs are bit-identical only on the same CPU and torch
@@ -52,7 +52,7 @@ from mha_lib._checks import check_positive_int
 PROVENANCE = "provenance"
 PROVENANCE_FIELDS = ("git_commit", "git_dirty", "torch", "cpu_capability", "threads", "created")
 # The package's folder: in a checkout, git finds the repository from here; in an installed
-# copy (Colab's ``pip install``) there is no repository, and provenance says "unknown".
+# copy (Colab's `pip install`) there is no repository, and provenance says "unknown".
 _PACKAGE = Path(__file__).resolve().parents[1]
 # Code whose uncommitted changes make a result's commit a lie, relative to the repository's
 # top; the results themselves are excluded (a script rewrites them while it runs).
@@ -65,15 +65,15 @@ _Result = TypeVar("_Result")
 
 @runtime_checkable
 class Study(Protocol):
-    """What every module of :mod:`mha_lib.experiments.studies` is: one study, one file.
+    """What every module of `mha_lib.experiments.studies` is: one study, one file.
 
-    ``NAME`` is its file in :func:`results_dir`; ``PARTS`` the parts of that file that
-    ``--only`` reruns separately (empty for a study that reruns whole); ``run_one`` runs one
+    `NAME` is its file in `results_dir`; `PARTS` the parts of that file that
+    `--only` reruns separately (empty for a study that reruns whole); `run_one` runs one
     item of its grid (its arguments are the study's own: a seed, a configuration and a seed,
-    a part); ``live_checks(live, committed)`` compares what a page recomputed now (``live``)
-    with the file or the part of it that the page reads (``committed``) and returns the
-    :class:`Check` s that :func:`verify` asserts; ``main(argv)`` is its command line,
-    ``python -m mha_lib.experiments.studies.<name>``."""
+    a part); `live_checks(live, committed)` compares what a page recomputed now (`live`)
+    with the file or the part of it that the page reads (`committed`) and returns the
+    `Check` s that `verify` asserts; `main(argv)` is its command line,
+    `python -m mha_lib.experiments.studies.<name>`."""
 
     NAME: str
     PARTS: tuple[str, ...]
@@ -99,9 +99,9 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def code_state(start: Path | None = None) -> tuple[str, bool] | None:
-    """``(commit, dirty)`` of the repository holding ``start``, or None outside a repository.
+    """`(commit, dirty)` of the repository holding `start`, or None outside a repository.
 
-    ``start`` defaults to this package's folder. ``dirty`` is whether :data:`CODE_PATHS` have
+    `start` defaults to this package's folder. `dirty` is whether `CODE_PATHS` have
     changes not committed, untracked files included. git runs from the repository's top,
     where those paths mean what they say."""
     top = _git(_PACKAGE if start is None else start, "rev-parse", "--show-toplevel")
@@ -117,7 +117,7 @@ def code_state(start: Path | None = None) -> tuple[str, bool] | None:
 
 def provenance(threads: int | None = None) -> dict[str, object]:
     """Where a result comes from: commit (and whether the code had uncommitted changes), torch,
-    CPU capability, intra-op threads (``threads`` if the runs used another count than this
+    CPU capability, intra-op threads (`threads` if the runs used another count than this
     process), Python, machine and time."""
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
         raise TypeError(f"threads must be an int or None, got {threads!r}")
@@ -135,11 +135,11 @@ def provenance(threads: int | None = None) -> dict[str, object]:
 
 
 def results_dir(start: Path | None = None) -> Path:
-    """The committed results, ``scripts/results`` of the book's checkout.
+    """The committed results, `scripts/results` of the book's checkout.
 
-    Found from ``start`` (default: the working directory) upwards, as git finds a repository:
-    a chapter runs in ``notebooks/``, a script from the top, and a copy of the book (the
-    tests perturb one) reads its own files. ``$MHA_RESULTS_DIR`` overrides."""
+    Found from `start` (default: the working directory) upwards, as git finds a repository:
+    a chapter runs in `notebooks/`, a script from the top, and a copy of the book (the
+    tests perturb one) reads its own files. `$MHA_RESULTS_DIR` overrides."""
     if os.environ.get(RESULTS_ENV):
         return Path(os.environ[RESULTS_ENV])
     here = (Path.cwd() if start is None else Path(start)).resolve()
@@ -153,13 +153,13 @@ def results_dir(start: Path | None = None) -> Path:
 
 
 def committed(name: str) -> dict[str, object]:
-    """The committed result file ``name`` (e.g. a study's ``NAME``), read with
-    :func:`load_results` from :func:`results_dir`."""
+    """The committed result file `name` (e.g. a study's `NAME`), read with
+    `load_results` from `results_dir`."""
     return load_results(results_dir() / name)
 
 
 def rounded(obj: object, *, decimals: int | None = None, digits: int | None = None) -> object:
-    """``obj`` with every float rounded to ``decimals`` places or ``digits`` significant
+    """`obj` with every float rounded to `decimals` places or `digits` significant
     digits (neither: unchanged) and NaN as None, through dicts, lists and tuples: a
     committed file stays small and valid JSON, and the checks use tolerances anyway."""
     if decimals is not None and digits is not None:
@@ -186,10 +186,10 @@ def parse_args(
     threads: int | None = None,
     argv: Sequence[str] | None = None,
 ) -> argparse.Namespace:
-    """A study's command line: ``--out`` (default: the committed file ``name``),
-    ``--processes`` for runs spread over processes (unless ``processes`` is None),
-    ``--threads`` for a study that runs in one process (when ``threads`` is given) and, for a
-    study with ``parts``, ``--only PART ...`` to rerun those and keep the others."""
+    """A study's command line: `--out` (default: the committed file `name`),
+    `--processes` for runs spread over processes (unless `processes` is None),
+    `--threads` for a study that runs in one process (when `threads` is given) and, for a
+    study with `parts`, `--only PART ...` to rerun those and keep the others."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help=f"default: scripts/results/{name}")
     if processes is not None:
@@ -216,9 +216,9 @@ def run_jobs(
     *,
     longest_first: Callable[[_Item], float] | None = None,
 ) -> Iterator[tuple[int, _Result]]:
-    """``job`` on every item in ``processes`` fresh (spawned) processes: ``(index, result)``
-    pairs as runs finish. With ``longest_first`` (an item's expected cost), the longest start
-    first, so that no process is left with a long run at the end. ``job`` must be a
+    """`job` on every item in `processes` fresh (spawned) processes: `(index, result)`
+    pairs as runs finish. With `longest_first` (an item's expected cost), the longest start
+    first, so that no process is left with a long run at the end. `job` must be a
     module-level function, which is what lets a spawned process find it."""
     check_positive_int("processes", processes)
     order = list(range(len(items)))
@@ -241,7 +241,7 @@ def run_all(
     *,
     longest_first: Callable[[_Item], float] | None = None,
 ) -> list[_Result]:
-    """:func:`run_jobs` waited for: every item's result, in the order of ``items``."""
+    """`run_jobs` waited for: every item's result, in the order of `items`."""
     done = dict(run_jobs(job, items, processes, longest_first=longest_first))
     return [done[i] for i in range(len(items))]
 
@@ -253,8 +253,8 @@ def run_parts(
     *,
     longest_first: Callable[[_Item], float] | None = None,
 ) -> dict[str, list[_Result]]:
-    """Every part's items (``jobs``: part name -> its items) through ``job`` in one pool of
-    ``processes`` (:func:`run_all`, so the longest of all parts start first): each part's
+    """Every part's items (`jobs`: part name -> its items) through `job` in one pool of
+    `processes` (`run_all`, so the longest of all parts start first): each part's
     results, in the order of its items."""
     items = [item for group in jobs.values() for item in group]
     done = iter(run_all(job, items, processes, longest_first=longest_first))
@@ -265,12 +265,12 @@ PLAIN_KERNELS = "default"  # ATEN_CPU_CAPABILITY for torch's plain-C kernels
 
 
 def on_plain_kernels(function: Callable[..., object], *args: object) -> object:
-    """``function(*args)`` run in a child process on torch's plain-C kernels
-    (``ATEN_CPU_CAPABILITY=default``), as a CPU without vector instructions would run it.
+    """`function(*args)` run in a child process on torch's plain-C kernels
+    (`ATEN_CPU_CAPABILITY=default`), as a CPU without vector instructions would run it.
 
     A study measures the gap its tolerances must cover this way: it re-runs a sample in the
-    child and keeps what its checks compare. ``function`` must be importable by name (defined
-    at the top of a module); ``args`` and its result travel as JSON."""
+    child and keeps what its checks compare. `function` must be importable by name (defined
+    at the top of a module); `args` and its result travel as JSON."""
     module, name = function.__module__, function.__qualname__
     if module == "__main__" or "." in name:
         raise ValueError(f"{name} must be a module-level function of an importable module")
@@ -295,8 +295,8 @@ def plain_kernel_sample(
     function: Callable[..., object], *args: object, threads: int = 1
 ) -> tuple[object, dict[str, object]]:
     """A sample re-run on torch's plain-C kernels for a result file's own part:
-    ``function(*args)`` run by :func:`on_plain_kernels`, and the provenance of the child that
-    ran it (its CPU capability is the plain kernels'; ``threads``: what each run used)."""
+    `function(*args)` run by `on_plain_kernels`, and the provenance of the child that
+    ran it (its CPU capability is the plain kernels'; `threads`: what each run used)."""
     module, name = function.__module__, function.__qualname__
     done = on_plain_kernels(_with_provenance, module, name, threads, *args)
     assert isinstance(done, dict)
@@ -317,7 +317,7 @@ def save_results(
     *,
     indent: int | None = 1,
 ) -> None:
-    """Write ``parts`` and, under ``"provenance"``, one provenance record per part."""
+    """Write `parts` and, under `"provenance"`, one provenance record per part."""
     if PROVENANCE in parts:
         raise ValueError(f"{PROVENANCE!r} is reserved for the provenance records")
     missing = sorted(set(parts) - set(provenances))
@@ -373,11 +373,11 @@ def kept_parts(
 def start_parts(
     path: Path, jobs: Mapping[str, list], only: Iterable[str] | None
 ) -> tuple[dict[str, list], dict[str, dict[str, object]], dict[str, list]]:
-    """Begin a script run over ``jobs`` (part name -> its work items).
+    """Begin a script run over `jobs` (part name -> its work items).
 
-    Returns ``(results, provenance per part, jobs to run now)``: every part starts empty with
-    this run's provenance; with ``only``, the other parts are kept from ``path`` (a line per
-    kept part is printed, see :func:`kept_parts`) and only the named parts are run.
+    Returns `(results, provenance per part, jobs to run now)`: every part starts empty with
+    this run's provenance; with `only`, the other parts are kept from `path` (a line per
+    kept part is printed, see `kept_parts`) and only the named parts are run.
     """
     made = provenance(threads=1)  # the studies train on one thread
     results: dict[str, list] = {name: [] for name in jobs}
@@ -407,7 +407,7 @@ def describe(record: Mapping[str, object]) -> str:
 
 @contextlib.contextmanager
 def threads(count: int) -> Iterator[None]:
-    """Run with ``count`` intra-op threads and restore the caller's count afterwards."""
+    """Run with `count` intra-op threads and restore the caller's count afterwards."""
     check_positive_int("count", count)
     before = torch.get_num_threads()
     torch.set_num_threads(count)
@@ -421,8 +421,8 @@ def threads(count: int) -> Iterator[None]:
 class Check:
     """One committed value (or curve) against its live recomputation.
 
-    ``difference`` is the largest absolute difference (divided by ``|committed|`` when
-    ``relative``); the check holds when it is at most ``tolerance``. Curves of different
+    `difference` is the largest absolute difference (divided by `|committed|` when
+    `relative`); the check holds when it is at most `tolerance`. Curves of different
     lengths, and NaN anywhere, never hold.
     """
 
@@ -460,7 +460,7 @@ class Check:
 
 
 def worst_share(checks: Iterable[Check]) -> float:
-    """The largest difference of ``checks`` as a share of its tolerance: below 1 every check
+    """The largest difference of `checks` as a share of its tolerance: below 1 every check
     holds, and the smaller it is, the further a result is from failing (0 for exact checks
     that hold exactly)."""
     checks = list(checks)

@@ -1,21 +1,21 @@
 """Synthetic tasks with known answers that a model can only solve by attending.
 
 Every task draws its batches from a `torch.Generator`, so a seed fixes the
-data. Inputs are ``(B, T)`` token ids; targets are ``(B, T)`` class ids with
-``-100`` at positions that have no answer (the ``ignore_index`` of
+data. Inputs are `(B, T)` token ids; targets are `(B, T)` class ids with
+`-100` at positions that have no answer (the `ignore_index` of
 `torch.nn.functional.cross_entropy`).
 
-- :func:`lookback`: copy the token ``offset`` positions back. One head, one
+- `lookback`: copy the token `offset` positions back. One head, one
   fixed position: the trivial task the training tests use.
-- :func:`associative_recall`: a context of (key, value) tokens, then query
+- `associative_recall`: a context of (key, value) tokens, then query
   tokens naming one key; answer that key's value. One content-based lookup.
-- :func:`pair_recall`: the same context, but each query token names an
+- `pair_recall`: the same context, but each query token names an
   *ordered pair* of keys (a, b) and the answer is the pair of values
-  (value(a), value(b)), one of ``num_values²`` classes. Every answer needs two
+  (value(a), value(b)), one of `num_values²` classes. Every answer needs two
   different positions at once, each in its own role, which is where one head
   has to squeeze two retrievals through a single softmax and a single value
   subspace.
-- :func:`absent_recall`: recall where a share of the queries name a key that is not in the
+- `absent_recall`: recall where a share of the queries name a key that is not in the
   context (answer: "absent"), so a head sometimes has nothing to fetch; optionally behind a
   start token that carries nothing (chapter 9's attention sinks).
 """
@@ -40,7 +40,7 @@ def _check_sample_args(batch_size: int, generator: torch.Generator) -> None:
 
 @dataclass(frozen=True)
 class Lookback:
-    """Answer at position ``t`` is the token at ``t - offset`` (none before ``offset``)."""
+    """Answer at position `t` is the token at `t - offset` (none before `offset`)."""
 
     vocab_size: int
     seq_len: int
@@ -63,7 +63,7 @@ class Lookback:
     def sample(
         self, batch_size: int, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(inputs (B, T), targets (B, T))``."""
+        """Return `(inputs (B, T), targets (B, T))`."""
         _check_sample_args(batch_size, generator)
         shape = (batch_size, self.seq_len)
         inputs = torch.randint(self.vocab_size, shape, generator=generator)  # (B, T)
@@ -74,13 +74,13 @@ class Lookback:
 
 @dataclass(frozen=True)
 class KeyValueRecall:
-    """Context of ``num_pairs`` (key, value) tokens, then ``num_queries`` query tokens.
+    """Context of `num_pairs` (key, value) tokens, then `num_queries` query tokens.
 
-    Token ids: ``key * num_values + value`` for a context token (keys are
-    distinct within a sequence); ``num_keys * num_values + i`` for a query
-    naming the ``i``-th ordered tuple of ``keys_per_query`` distinct keys.
+    Token ids: `key * num_values + value` for a context token (keys are
+    distinct within a sequence); `num_keys * num_values + i` for a query
+    naming the `i`-th ordered tuple of `keys_per_query` distinct keys.
     The answer at a query position encodes the named keys' values in base
-    ``num_values``, first key most significant.
+    `num_values`, first key most significant.
     """
 
     num_keys: int
@@ -127,7 +127,7 @@ class KeyValueRecall:
     def sample(
         self, batch_size: int, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(inputs (B, T), targets (B, T))``, ``T = num_pairs + num_queries``."""
+        """Return `(inputs (B, T), targets (B, T))`, `T = num_pairs + num_queries`."""
         _check_sample_args(batch_size, generator)
         b, n, q, r = batch_size, self.num_pairs, self.num_queries, self.keys_per_query
         nk, nv = self.num_keys, self.num_values
@@ -148,8 +148,8 @@ class KeyValueRecall:
         return inputs, targets
 
     def answer_positions(self, inputs: torch.Tensor) -> torch.Tensor:
-        """For each position of ``inputs`` ``(B, T)``, the context positions of the keys its
-        query names, ``(B, T, keys_per_query)`` in the query's order; -1 at context positions.
+        """For each position of `inputs` `(B, T)`, the context positions of the keys its
+        query names, `(B, T, keys_per_query)` in the query's order; -1 at context positions.
 
         These are the positions a head must attend to in order to read the answer.
         """
@@ -169,7 +169,7 @@ class KeyValueRecall:
         return torch.cat([none, found], dim=1)  # (B, T, r)
 
     def _tuple_index(self) -> torch.Tensor:
-        """Lookup from a tuple written in base ``num_keys`` to its query index."""
+        """Lookup from a tuple written in base `num_keys` to its query index."""
         index = torch.full((self.num_keys**self.keys_per_query,), -1, dtype=torch.long)
         for i, keys in enumerate(self.tuples):
             index[sum(k * self.num_keys ** (len(keys) - 1 - j) for j, k in enumerate(keys))] = i
@@ -177,7 +177,7 @@ class KeyValueRecall:
 
 
 def lookback(vocab_size: int = 8, seq_len: int = 8, offset: int = 1) -> Lookback:
-    """The trivial task: repeat the token ``offset`` steps back."""
+    """The trivial task: repeat the token `offset` steps back."""
     return Lookback(vocab_size, seq_len, offset)
 
 
@@ -197,15 +197,15 @@ def pair_recall(
 
 @dataclass(frozen=True)
 class AbsentRecall:
-    """Associative recall in which a share ``absent`` of the queries name a missing key.
+    """Associative recall in which a share `absent` of the queries name a missing key.
 
-    The context and the queries are :class:`KeyValueRecall`'s (one key per query), drawn the
-    same way; then each query, with probability ``absent``, is replaced by one naming a key
+    The context and the queries are `KeyValueRecall`'s (one key per query), drawn the
+    same way; then each query, with probability `absent`, is replaced by one naming a key
     drawn uniformly from those *not* in its context, whose answer is the extra class
-    ``num_values`` ("absent"). With ``start_token`` every sequence begins with one more token
-    (id ``vocab_size − 1``) that is the same everywhere and has no answer, like a language
-    model's beginning-of-sequence token. With ``absent = 0`` and no start token the batches
-    are :class:`KeyValueRecall`'s, token for token.
+    `num_values` ("absent"). With `start_token` every sequence begins with one more token
+    (id `vocab_size − 1`) that is the same everywhere and has no answer, like a language
+    model's beginning-of-sequence token. With `absent = 0` and no start token the batches
+    are `KeyValueRecall`'s, token for token.
     """
 
     num_keys: int
@@ -262,7 +262,7 @@ class AbsentRecall:
     def sample(
         self, batch_size: int, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(inputs (B, T), targets (B, T))``, ``T = [1 +] num_pairs + num_queries``."""
+        """Return `(inputs (B, T), targets (B, T))`, `T = [1 +] num_pairs + num_queries`."""
         _check_sample_args(batch_size, generator)
         inputs, targets = self.recall.sample(batch_size, generator)  # (B, N + Q) each
         b, n, nk, nv = batch_size, self.num_pairs, self.num_keys, self.num_values
@@ -293,5 +293,5 @@ def absent_recall(
     absent: float = 0.5,
     start_token: bool = False,
 ) -> AbsentRecall:
-    """Recall where a share ``absent`` of the queries have nothing to fetch (answer "absent")."""
+    """Recall where a share `absent` of the queries have nothing to fetch (answer "absent")."""
     return AbsentRecall(num_keys, num_values, num_pairs, num_queries, absent, start_token)

@@ -1,7 +1,7 @@
 """A minimal pre-norm encoder built on `MultiHeadAttention`, small enough to train on a CPU.
 
 Chapters 4 and 7 train it on synthetic tasks to compare head counts at a fixed
-``d_model`` (so the parameter count does not change with ``num_heads``), and
+`d_model` (so the parameter count does not change with `num_heads`), and
 read every layer's per-head attention maps back for analysis.
 """
 
@@ -28,14 +28,14 @@ def scale_attention_(
     projections: tuple[str, ...] = PROJECTIONS,
     heads: tuple[int, ...] | None = None,
 ) -> None:
-    """Multiply the weights of some projections of some heads of ``attention``, in place.
+    """Multiply the weights of some projections of some heads of `attention`, in place.
 
-    ``projections`` names any of ``"q"``, ``"k"``, ``"v"`` (the query, key and value
-    projections); ``heads`` lists present heads by original index, as everywhere in the
-    library (``None``: all of them). A head owns ``d_head`` output features of each
+    `projections` names any of `"q"`, `"k"`, `"v"` (the query, key and value
+    projections); `heads` lists present heads by original index, as everywhere in the
+    library (`None`: all of them). A head owns `d_head` output features of each
     projection, i.e. those rows of its weight
-    (:func:`mha_lib.core.head_removal.head_features`), so scaling them changes that head
-    alone. Biases are left alone. ``scale`` may be 0: with ``W_q = W_k = 0``
+    (`mha_lib.core.head_removal.head_features`), so scaling them changes that head
+    alone. Biases are left alone. `scale` may be 0: with `W_q = W_k = 0`
     (and zero biases) every score is 0, the attention is uniform and the gradient of
     each of the two, which is proportional to the other, is exactly 0, so training
     keeps them at 0 — a model that cannot attend by content.
@@ -95,7 +95,7 @@ def _head_rows(
     d_head: int,
     device: torch.device | str = "cpu",
 ) -> torch.Tensor | None:
-    """The weight rows owned by ``heads`` (original indices among ``present``; ``None``: all)."""
+    """The weight rows owned by `heads` (original indices among `present`; `None`: all)."""
     if heads is None:
         return None
     if isinstance(heads, str) or not isinstance(heads, tuple | list):
@@ -117,7 +117,7 @@ def _head_rows(
 
 
 class Block(nn.Module):
-    """Pre-norm block: ``x + attn(LN(x))``, then ``x + mlp(LN(x))``."""
+    """Pre-norm block: `x + attn(LN(x))`, then `x + mlp(LN(x))`."""
 
     def __init__(
         self,
@@ -152,18 +152,18 @@ class Block(nn.Module):
 
 
 class ToyTransformer(nn.Module):
-    """Token embedding + learned positions + ``num_layers`` pre-norm blocks + a readout.
+    """Token embedding + learned positions + `num_layers` pre-norm blocks + a readout.
 
-    ``readout="token"`` classifies every position (``(B, T, num_classes)``
-    logits; tasks mark the positions without an answer with ``-100``);
-    ``readout="mean"`` mean-pools the positions first (``(B, num_classes)``).
-    ``init_scale`` multiplies the attention projections' Xavier weights after
+    `readout="token"` classifies every position (`(B, T, num_classes)`
+    logits; tasks mark the positions without an answer with `-100`);
+    `readout="mean"` mean-pools the positions first (`(B, num_classes)`).
+    `init_scale` multiplies the attention projections' Xavier weights after
     initialisation (1.0 leaves them alone; chapter 7 studies larger values):
-    by default the query, key and value weights of every head; ``init_projections``
-    and ``init_heads`` restrict it to some of them (:func:`scale_attention_`).
-    ``num_kv_heads`` shares key/value heads between query heads and ``shared_query`` one
-    query projection between heads (chapter 9; `MultiHeadAttention`), ``causal=True`` lets
-    position ``t`` see positions ``0 … t`` only; their defaults build the model of the
+    by default the query, key and value weights of every head; `init_projections`
+    and `init_heads` restrict it to some of them (`scale_attention_`).
+    `num_kv_heads` shares key/value heads between query heads and `shared_query` one
+    query projection between heads (chapter 9; `MultiHeadAttention`), `causal=True` lets
+    position `t` see positions `0 … t` only; their defaults build the model of the
     earlier chapters unchanged.
     """
 
@@ -237,10 +237,10 @@ class ToyTransformer(nn.Module):
     def forward(
         self, tokens: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
-        """Return ``(logits, weights)``; ``weights`` is one ``(B, H, T, T)`` map per layer.
+        """Return `(logits, weights)`; `weights` is one `(B, H, T, T)` map per layer.
 
-        With ``need_weights=False`` the fused attention kernel runs and
-        ``weights`` is ``None``.
+        With `need_weights=False` the fused attention kernel runs and
+        `weights` is `None`.
         """
         check_tensor(tokens, "tokens")
         check_rank(tokens, 2, "tokens", "(batch, time)")
@@ -265,7 +265,7 @@ class ToyTransformer(nn.Module):
 
     @torch.no_grad()
     def attention_maps(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Every layer's per-head attention weights, ``(L, B, H, T, T)``, in eval mode."""
+        """Every layer's per-head attention weights, `(L, B, H, T, T)`, in eval mode."""
         was_training = self.training
         self.eval()
         try:
@@ -278,7 +278,7 @@ class ToyTransformer(nn.Module):
     def queries_keys(
         self, tokens: torch.Tensor, layer: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The per-head query and key vectors of one layer, each ``(B, H, T, Dh)``.
+        """The per-head query and key vectors of one layer, each `(B, H, T, Dh)`.
 
         Chapter 4 compares the geometry of these learned vectors with that of
         random ones.

@@ -2,8 +2,8 @@
 
 Chapter 4 compares head counts by their *learning curves* over several seeds,
 not by one final number, so the loop records held-out accuracy along the way.
-One call, :func:`run_experiment`, builds the task and the model from a
-:class:`Config` and a seed and trains it; the sweep script, the notebook and
+One call, `run_experiment`, builds the task and the model from a
+`Config` and a seed and trains it; the sweep script, the notebook and
 the tests all go through it, so a cached result can be reproduced exactly.
 """
 
@@ -31,7 +31,7 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 EVAL_SEED_OFFSET = 1_000_003
 
 
-# Fields added after results were committed: ``to_dict`` leaves them out while they keep their
+# Fields added after results were committed: `to_dict` leaves them out while they keep their
 # default, so the records of older runs (which lack them) still compare equal to new ones.
 _LATER_FIELDS = (
     "init_projections",
@@ -53,16 +53,16 @@ OPTIMIZERS = ("adamw", "sgd")
 class Config:
     """Everything that defines one training run except the seed.
 
-    ``init_scale`` multiplies the Xavier weights of the attention projections named in
-    ``init_projections`` for the heads in ``init_heads`` (``None``: every head;
-    `mha_lib.experiments.toy_transformer.scale_attention_`). ``optimizer`` is ``"adamw"``
-    (the default) or ``"sgd"`` (with ``momentum``); both use ``lr``, ``weight_decay`` and the
-    same schedule. ``projection_optimizer``, ``projection_lr`` and ``projection_weight_decay``,
-    when set, give the weights of the projections named in ``init_projections`` (in every
+    `init_scale` multiplies the Xavier weights of the attention projections named in
+    `init_projections` for the heads in `init_heads` (`None`: every head;
+    `mha_lib.experiments.toy_transformer.scale_attention_`). `optimizer` is `"adamw"`
+    (the default) or `"sgd"` (with `momentum`); both use `lr`, `weight_decay` and the
+    same schedule. `projection_optimizer`, `projection_lr` and `projection_weight_decay`,
+    when set, give the weights of the projections named in `init_projections` (in every
     layer and for every head, not their biases) their own optimizer, learning rate and weight
-    decay; the rest of the model keeps ``optimizer``, ``lr`` and ``weight_decay``.
-    ``clip_grad_norm`` clips the gradient of all parameters to that total norm before each
-    step (``None``: no clipping). ``num_kv_heads``, ``shared_query`` and ``causal`` are the
+    decay; the rest of the model keeps `optimizer`, `lr` and `weight_decay`.
+    `clip_grad_norm` clips the gradient of all parameters to that total norm before each
+    step (`None`: no clipping). `num_kv_heads`, `shared_query` and `causal` are the
     toy model's (chapter 9: shared key/value heads, one query projection for every head, a
     causal mask); their defaults change nothing.
     """
@@ -142,7 +142,7 @@ class TrainResult:
     eval_accuracy: list[float]
     final_accuracy: float
     num_parameters: int
-    # Filled by ``train(..., record_every=...)``; see :func:`train`.
+    # Filled by `train(..., record_every=...)`; see `train`.
     trace: dict[str, list] | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -153,7 +153,7 @@ class TrainResult:
 
 
 def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall | AbsentRecall:
-    """Build a task of :mod:`mha_lib.experiments.tasks` by name."""
+    """Build a task of `mha_lib.experiments.tasks` by name."""
     from mha_lib.experiments import tasks
 
     makers = {
@@ -168,7 +168,7 @@ def make_task(name: str, **task_args: int) -> Lookback | KeyValueRecall | Absent
 
 
 def build_model(config: Config, task: Lookback | KeyValueRecall, seed: int) -> ToyTransformer:
-    """The config's model for ``task``, initialised from ``seed`` (global RNG left untouched)."""
+    """The config's model for `task`, initialised from `seed` (global RNG left untouched)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return ToyTransformer(
@@ -192,7 +192,7 @@ def build_model(config: Config, task: Lookback | KeyValueRecall, seed: int) -> T
 def evaluate(
     model: ToyTransformer, inputs: torch.Tensor, targets: torch.Tensor
 ) -> tuple[float, float]:
-    """``(loss, accuracy)`` over the answered positions (target ≠ -100), in eval mode."""
+    """`(loss, accuracy)` over the answered positions (target ≠ -100), in eval mode."""
     answered = targets != IGNORE  # (B, T)
     if not answered.any():
         raise ValueError("targets has no answered position (all are -100)")
@@ -218,31 +218,31 @@ def train(
     probe: tuple[torch.Tensor, ...] | None = None,
     stop_after: int | None = None,
 ) -> TrainResult:
-    """Train ``model`` with AdamW (or ``config.optimizer``) on fresh batches of ``task``;
+    """Train `model` with AdamW (or `config.optimizer`) on fresh batches of `task`;
     record a learning curve.
 
-    Batches are drawn from a generator seeded with ``seed``; the held-out
-    set (``config.eval_size`` sequences) from one seeded with
-    ``seed + EVAL_SEED_OFFSET``. The learning rate warms up linearly for
-    ``config.warmup`` steps, then follows a cosine to zero. With the same seed
+    Batches are drawn from a generator seeded with `seed`; the held-out
+    set (`config.eval_size` sequences) from one seeded with
+    `seed + EVAL_SEED_OFFSET`. The learning rate warms up linearly for
+    `config.warmup` steps, then follows a cosine to zero. With the same seed
     and thread count, two runs on the same CPU and torch build are bit-identical;
     on another CPU the last bits differ, and a long run can amplify them.
-    ``progress=None`` shows a tqdm bar unless ``TQDM_DISABLE`` is set now (the
-    book's ``setup()`` sets it; tqdm itself only reads it at import).
+    `progress=None` shows a tqdm bar unless `TQDM_DISABLE` is set now (the
+    book's `setup()` sets it; tqdm itself only reads it at import).
 
-    ``stop_after`` ends the run after that many of its ``config.steps`` steps, with the
+    `stop_after` ends the run after that many of its `config.steps` steps, with the
     schedule of the whole run, so the result is the start of the full run (its curve up to
     there, bit for bit): how a chapter checks a long committed run without retraining it.
 
-    ``record_every`` fills ``TrainResult.trace`` without changing the run (recording
+    `record_every` fills `TrainResult.trace` without changing the run (recording
     reads the gradients, it does not touch the weights, the optimizer or the data):
 
-    - per step, on the training batch and before any clipping: ``train_loss``,
-      ``grad_norm`` (total norm of every parameter's gradient), and per layer and head
-      ``qk_grad`` and ``qk_relative_grad`` (:func:`~.head_health.qk_gradient_norms`);
-    - at step 0, every ``record_every`` steps and at the last step, on the fixed batch
-      ``probe`` = ``(inputs, targets[, answers])``: ``probe_steps`` and ``probe``, one
-      :func:`~.head_health.diagnose_heads` report (``detail=True``) each.
+    - per step, on the training batch and before any clipping: `train_loss`,
+      `grad_norm` (total norm of every parameter's gradient), and per layer and head
+      `qk_grad` and `qk_relative_grad` (`qk_gradient_norms`);
+    - at step 0, every `record_every` steps and at the last step, on the fixed batch
+      `probe` = `(inputs, targets[, answers])`: `probe_steps` and `probe`, one
+      `diagnose_heads` report (`detail=True`) each.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {seed!r}")
@@ -306,8 +306,8 @@ def train(
 
 
 def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]:
-    """One optimizer for the whole model, or two when the projections of ``init_projections``
-    have their own (``projection_optimizer`` / ``projection_lr``)."""
+    """One optimizer for the whole model, or two when the projections of `init_projections`
+    have their own (`projection_optimizer` / `projection_lr`)."""
 
     def make(kind: str, params: list, lr: float, decay: float) -> torch.optim.Optimizer:
         if kind == "sgd":
@@ -338,7 +338,7 @@ def _optimizers(model: nn.Module, config: Config) -> list[torch.optim.Optimizer]
 
 @torch.no_grad()
 def total_grad_norm(model: nn.Module) -> float:
-    """The norm of all of ``model``'s gradients taken as one vector (what clipping reads)."""
+    """The norm of all of `model`'s gradients taken as one vector (what clipping reads)."""
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     if not grads:
         raise ValueError("no parameter has a gradient: call backward() first")
@@ -347,7 +347,7 @@ def total_grad_norm(model: nn.Module) -> float:
 
 
 class _Trace:
-    """What :func:`train` records with ``record_every`` (the gradients are only read)."""
+    """What `train` records with `record_every` (the gradients are only read)."""
 
     def __init__(self, model: ToyTransformer, probe: tuple[torch.Tensor, ...]) -> None:
         self.model, self.probe = model, probe
@@ -385,8 +385,8 @@ class _Trace:
 def run_experiment(
     config: Config, seed: int, *, progress: bool | None = None, stop_after: int | None = None
 ) -> tuple[ToyTransformer, TrainResult]:
-    """Build the task and model of ``config`` from ``seed``, train (the first ``stop_after``
-    steps only, if given: see :func:`train`), return both."""
+    """Build the task and model of `config` from `seed`, train (the first `stop_after`
+    steps only, if given: see `train`), return both."""
     task = make_task(config.task, **config.task_args)
     model = build_model(config, task, seed)
     return model, train(model, task, config, seed, progress=progress, stop_after=stop_after)
@@ -403,7 +403,7 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
 
 
 def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Per-sequence ``(B,)`` cross-entropy over the answered positions of a chapter-4 task batch."""
+    """Per-sequence `(B,)` cross-entropy over the answered positions of a chapter-4 task batch."""
     device = next(model.parameters()).device
     inputs, targets = (t.to(device) for t in batch)
     logits, _ = model(inputs)  # (B, T, C)
@@ -430,10 +430,10 @@ def toy_accuracy(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.T
 def toy_sequence_accuracy(
     model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]
 ) -> torch.Tensor:
-    """``(N,)`` float64 on the CPU: the share of each sequence's answered positions that the
-    model gets right, every sequence of ``batches`` in turn. Its queries share one context, so
+    """`(N,)` float64 on the CPU: the share of each sequence's answered positions that the
+    model gets right, every sequence of `batches` in turn. Its queries share one context, so
     a sequence, not a query, is the unit a paired test over items counts; weighted by the
-    answered positions of each sequence, its mean is :func:`toy_accuracy`."""
+    answered positions of each sequence, its mean is `toy_accuracy`."""
     out = []
     device = next(model.parameters()).device
     with torch.inference_mode():

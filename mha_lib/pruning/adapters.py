@@ -1,10 +1,10 @@
 """Head adapters: one small object per model family that can mask heads, remove them and score.
 
-Every function of :mod:`mha_lib.pruning` works on an adapter, so the same importance
-scores and pruning curves run on the book's toy transformer (:class:`MHAHeads`, any model
+Every function of `mha_lib.pruning` works on an adapter, so the same importance
+scores and pruning curves run on the book's toy transformer (`MHAHeads`, any model
 built from `mha_lib.MultiHeadAttention`) and on a BERT-family transformers model
-(:class:`BertHeads`). Heads are named by their original index; masks are ``(L, H)`` for
-the whole model or ``(B, L, H)`` per example (see :mod:`mha_lib.core.masks`).
+(`BertHeads`). Heads are named by their original index; masks are `(L, H)` for
+the whole model or `(B, L, H)` per example (see `mha_lib.core.masks`).
 """
 
 from __future__ import annotations
@@ -57,23 +57,23 @@ class HeadAdapter:
         return next(self.model.parameters()).device
 
     def ones(self, *batch: int) -> torch.Tensor:
-        """A mask of ones on the model's device: ``(L, H)``, or ``(B, L, H)`` given ``B``."""
+        """A mask of ones on the model's device: `(L, H)`, or `(B, L, H)` given `B`."""
         return torch.ones(*batch, self.num_layers, self.num_heads, device=self.device)
 
     def present(self) -> torch.Tensor:
-        """``(L, H)`` bool on the CPU (bookkeeping): True for heads not pruned."""
+        """`(L, H)` bool on the CPU (bookkeeping): True for heads not pruned."""
         present = torch.zeros(self.num_layers, self.num_heads, dtype=torch.bool, device="cpu")
         for layer, kept in enumerate(self.kept_heads()):
             present[layer, kept] = True
         return present
 
     def masked(self, mask: torch.Tensor) -> contextlib.AbstractContextManager[None]:
-        """Scale each head's output by ``mask[layer, head]`` (original numbering) in the block.
+        """Scale each head's output by `mask[layer, head]` (original numbering) in the block.
 
-        ``mask`` is a float head mask (1 keeps a head as it is, 0 silences it), ``(L, H)``,
-        or ``(B, L, H)`` for one mask per input row (the library's convention,
-        :mod:`mha_lib.core.masks`). Zeros for every head of a layer switch the layer off,
-        which pruning never does (:mod:`mha_lib.core.head_removal`).
+        `mask` is a float head mask (1 keeps a head as it is, 0 silences it), `(L, H)`,
+        or `(B, L, H)` for one mask per input row (the library's convention,
+        `mha_lib.core.masks`). Zeros for every head of a layer switch the layer off,
+        which pruning never does (`mha_lib.core.head_removal`).
         """
         check_floating(mask, "mask")
         nl, nh = self.num_layers, self.num_heads
@@ -85,7 +85,7 @@ class HeadAdapter:
         return self._scale_heads(mask)
 
     def rows(self, batch: Any) -> int:  # noqa: ANN401 - any batch type
-        """Number of model input rows in ``batch`` (first tensor's first dimension, or len)."""
+        """Number of model input rows in `batch` (first tensor's first dimension, or len)."""
         if isinstance(batch, tuple | list):
             return int(batch[0].shape[0])
         return len(batch)
@@ -95,14 +95,14 @@ class HeadAdapter:
         return self.loss_fn(self.model, batch).mean()
 
     def metric(self, batches: Sequence[Any]) -> float:
-        """The metric over ``batches`` (higher is better)."""
+        """The metric over `batches` (higher is better)."""
         with torch.inference_mode():
             return float(self.metric_fn(self.model, batches))
 
     def prune(self, heads: Mapping[int, Iterable[int]]) -> None:
-        """Remove heads ``{layer: [heads]}`` (original numbering) physically.
+        """Remove heads `{layer: [heads]}` (original numbering) physically.
 
-        The rules of :mod:`mha_lib.core.head_removal`, as for the model's own pruning: a head
+        The rules of `mha_lib.core.head_removal`, as for the model's own pruning: a head
         out of range or already pruned is a ValueError, and so is removing a layer's last
         head; the whole plan is checked before any layer changes.
         """
@@ -124,11 +124,11 @@ class HeadAdapter:
 class MHAHeads(HeadAdapter):
     """Adapter for any model whose attention is `mha_lib.MultiHeadAttention` modules.
 
-    ``loss_fn(model, batch)`` returns differentiable per-row losses ``(B,)``; ``metric_fn(model,
-    batches)`` a float, higher is better. Masks reach every attention module's
-    ``head_mask`` argument through a forward pre-hook (`mha_lib.core.head_hooks`), so the
-    model's own ``forward`` needs no head-mask argument. Layers are the
-    attention modules in ``model.modules()`` order.
+    `loss_fn(model, batch)` returns differentiable per-row losses `(B,)`; `metric_fn(model,
+    batches)` a float, higher is better. Masks reach every attention module's
+    `head_mask` argument through a forward pre-hook (`mha_lib.core.head_hooks`), so the
+    model's own `forward` needs no head-mask argument. Layers are the
+    attention modules in `model.modules()` order.
     """
 
     def __post_init__(self) -> None:

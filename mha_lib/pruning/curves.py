@@ -19,8 +19,8 @@ ORDERS = ("importance", "random", "reverse")
 class PruningCurve:
     """A pruning run: heads removed and the metrics measured after each step.
 
-    ``order`` is a permutation of all ``(layer, head)`` pairs: the first
-    ``pruned[-1]`` in the order they were removed, then the survivors, the
+    `order` is a permutation of all `(layer, head)` pairs: the first
+    `pruned[-1]` in the order they were removed, then the survivors, the
     ones the rule would remove next first (so the *last* entries are the
     heads this order keeps longest).
     """
@@ -57,11 +57,11 @@ def select_heads(
     largest: bool = False,
     include_last_heads: bool = False,
 ) -> list[tuple[int, int]]:
-    """The ``count`` present heads with the lowest (or highest) scores, never a layer's last.
+    """The `count` present heads with the lowest (or highest) scores, never a layer's last.
 
     Ties and NaN are broken by position; a head is skipped when taking it would leave its
-    layer empty (pruning refuses that, :mod:`mha_lib.core.head_removal`), unless
-    ``include_last_heads``, which ranks every present head (to order the survivors of a
+    layer empty (pruning refuses that, `mha_lib.core.head_removal`), unless
+    `include_last_heads`, which ranks every present head (to order the survivors of a
     curve). Asking for more heads than can go raises a ValueError.
     """
     if tuple(scores.shape) != tuple(alive.shape):
@@ -114,12 +114,12 @@ def pruning_curve(
     max_pruned: int | None = None,
     extra: Mapping[str, Callable[[HeadAdapter], float]] | None = None,
 ) -> PruningCurve:
-    """Prune ``step`` heads at a time on a copy of the model and record the metric after each step.
+    """Prune `step` heads at a time on a copy of the model and record the metric after each step.
 
-    ``rule="importance"`` removes the least important heads (re-scored on
-    ``batches`` after every step, as Michel et al. do), ``"reverse"`` the most
-    important, ``"random"`` follows a random permutation drawn from ``seed``.
-    The metric is taken on ``eval_batches`` (default: ``batches``). ``extra``
+    `rule="importance"` removes the least important heads (re-scored on
+    `batches` after every step, as Michel et al. do), `"reverse"` the most
+    important, `"random"` follows a random permutation drawn from `seed`.
+    The metric is taken on `eval_batches` (default: `batches`). `extra`
     maps names to functions of the pruned adapter (e.g. embedding fidelity).
     """
     if rule not in ORDERS:
@@ -184,7 +184,7 @@ def pruning_curve(
 
 
 def heads_within(curve: PruningCurve, tolerance: float) -> int:
-    """Heads removed before the metric first falls more than ``tolerance`` below the start."""
+    """Heads removed before the metric first falls more than `tolerance` below the start."""
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be non-negative, got {tolerance!r}")
     base = curve.metric[0]
@@ -197,7 +197,7 @@ def heads_within(curve: PruningCurve, tolerance: float) -> int:
 
 
 def core_heads(orders: Sequence[Sequence[tuple[int, int]]], top: int) -> list[tuple[int, int]]:
-    """Heads among the last ``top`` of *every* removal order: the ones all rules keep longest."""
+    """Heads among the last `top` of *every* removal order: the ones all rules keep longest."""
     if not orders:
         raise ValueError("orders must hold at least one removal order")
     kept = set(map(tuple, orders[0][-top:]))
@@ -209,7 +209,7 @@ def core_heads(orders: Sequence[Sequence[tuple[int, int]]], top: int) -> list[tu
 def survival_rank(
     orders: Sequence[Sequence[tuple[int, int]]], shape: tuple[int, int]
 ) -> torch.Tensor:
-    """``(L, H)`` mean position in the removal orders, scaled to [0, 1] (1 = removed last)."""
+    """`(L, H)` mean position in the removal orders, scaled to [0, 1] (1 = removed last)."""
     ranks = torch.zeros(shape, dtype=torch.float64, device="cpu")
     for order in orders:
         n = len(order)
@@ -221,7 +221,7 @@ def survival_rank(
 def one_head_per_layer(
     heads: HeadAdapter, eval_batches: Sequence[Any], keep: Sequence[int]
 ) -> list[float]:
-    """Metric when layer ``l`` keeps only head ``keep[l]`` and every other layer is intact.
+    """Metric when layer `l` keeps only head `keep[l]` and every other layer is intact.
 
     Michel et al. (2019, table 2) ran this test layer by layer; masking is
     used here (physically pruning the same heads gives the same numbers).
@@ -264,7 +264,7 @@ def best_single_heads(
 
 
 def even_plan(kept: Sequence[Sequence[int]], fraction: float) -> dict[int, list[int]]:
-    """Remove ``round(fraction · H_l)`` heads from every layer (the last ones), one always kept.
+    """Remove `round(fraction · H_l)` heads from every layer (the last ones), one always kept.
 
     Latency depends on how many heads a layer has, not on which; an even plan
     gives every layer the same shapes.

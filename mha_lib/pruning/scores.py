@@ -15,14 +15,14 @@ from mha_lib.pruning.adapters import HeadAdapter
 def head_importance(
     heads: HeadAdapter, batches: Sequence[Any], *, normalize: bool = True, per_example: bool = True
 ) -> torch.Tensor:
-    """Michel et al.'s ``I_h = E_x |∂L(x)/∂ξ_h|`` at ``ξ = 1``, ``(L, H)``; NaN for absent heads.
+    """Michel et al.'s `I_h = E_x |∂L(x)/∂ξ_h|` at `ξ = 1`, `(L, H)`; NaN for absent heads.
 
     One forward and one backward pass per batch; the model's parameters get no
-    gradient. With ``per_example`` every example gets its own mask ``ξ``, so the
+    gradient. With `per_example` every example gets its own mask `ξ`, so the
     absolute value is taken per example, as the definition says (the sum of
-    per-example losses has ``∂/∂ξ_x = ∂L(x)/∂ξ_x``); without, per batch, as the
+    per-example losses has `∂/∂ξ_x = ∂L(x)/∂ξ_x`); without, per batch, as the
     paper's code does (signs of different examples then cancel inside a batch).
-    With ``normalize`` each layer's scores are divided by their l2 norm, as the
+    With `normalize` each layer's scores are divided by their l2 norm, as the
     paper does so that layers are comparable when ranking heads model-wide.
     """
     check_batches(batches)
@@ -71,9 +71,9 @@ def mean_loss(heads: HeadAdapter, batches: Sequence[Any]) -> float:
 
 
 def ablation_scores(heads: HeadAdapter, batches: Sequence[Any]) -> torch.Tensor:
-    """``(L, H)`` loss increase when each head alone is masked (NaN for absent heads).
+    """`(L, H)` loss increase when each head alone is masked (NaN for absent heads).
 
-    ``L·H`` evaluations instead of one backward pass: the reference that the
+    `L·H` evaluations instead of one backward pass: the reference that the
     gradient importance approximates to first order.
     """
     return ablation_effects(heads, batches)[0]
@@ -82,7 +82,7 @@ def ablation_scores(heads: HeadAdapter, batches: Sequence[Any]) -> torch.Tensor:
 def ablation_effects(
     heads: HeadAdapter, batches: Sequence[Any]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(mean, stderr)``, each ``(L, H)``: the loss increase when each head alone is masked,
+    """`(mean, stderr)`, each `(L, H)`: the loss increase when each head alone is masked,
     averaged over the loss's rows, and its standard error over those rows.
 
     The rows are paired (the same items with and without the head), so the error of the

@@ -14,7 +14,7 @@ from mha_lib.replicate.report import run
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto``: the GPU when there is one, else the CPU; anything else as torch reads it."""
+    """`auto`: the GPU when there is one, else the CPU; anything else as torch reads it."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)

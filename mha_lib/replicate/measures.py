@@ -93,7 +93,7 @@ class Context:
         return self.loaded.tokenizer
 
     def once(self, key: str, make: Callable[[], object]) -> object:
-        """``make()`` the first time ``key`` is asked for, the cached value afterwards."""
+        """`make()` the first time `key` is asked for, the cached value afterwards."""
         if key not in self.cache:
             self.cache[key] = make()
         return self.cache[key]
@@ -108,7 +108,7 @@ class Context:
         return self.once("silver", make)  # type: ignore[return-value]
 
     def word_maps(self, key: str, word_lists: list[list[str]]) -> list[torch.Tensor]:
-        """Word-level maps ``(L, H, W + 2, W + 2)`` of ``word_lists``, as chapter 5 merges them."""
+        """Word-level maps `(L, H, W + 2, W + 2)` of `word_lists`, as chapter 5 merges them."""
         return self.once(  # type: ignore[return-value]
             key,
             lambda: [
@@ -149,7 +149,7 @@ def _table(header: list[str], rows: list[list[object]]) -> str:
 # Syntax: the best head against the best fixed offset, both chosen on one half (chapter 5.3)
 # --------------------------------------------------------------------------------------------
 def silver_scores(ctx: Context) -> dict[str, syntax_probe.RelationScore]:
-    """Chapter 5 part 3's held-out scores on the long sentences, per relation and ``"all"``."""
+    """Chapter 5 part 3's held-out scores on the long sentences, per relation and `"all"`."""
     silver = ctx.silver()
     maps = ctx.word_maps("silver_word_maps", [list(s.words) for s in silver])
     arcs = syntax_probe.arc_hits(maps, silver) + (syntax_probe.offset_hits(silver, OFFSETS),)
@@ -241,7 +241,7 @@ def coref_gain(
     rule: torch.Tensor, margin: float = COREF_MARGIN,
 ) -> differences.Difference:  # fmt: skip
     """The chosen head's hits minus a rule's on the reporting half, paired by frame (as
-    chapter 5 part 4 compares them), in fractions, against ``margin`` points."""
+    chapter 5 part 4 compares them), in fractions, against `margin` points."""
     rows = [i for i, g in enumerate(groups) if g in set(report)]
     values = hits[rows, chosen.layer, chosen.head].double()  # (N_report,)
     pair = torch.stack([values, rule.double()[rows]])  # (2, N_report)
@@ -756,7 +756,7 @@ def layer_probes(ctx: Context) -> Finding:
 
 
 def _silver_states(ctx: Context) -> list[torch.Tensor]:
-    """Every layer's state of every word of the long sentences, ``(L + 1, W, D)`` each."""
+    """Every layer's state of every word of the long sentences, `(L + 1, W, D)` each."""
     from mha_lib.analysis import layer_probes as lp
 
     words = [list(s.words) for s in ctx.silver()]

@@ -1,10 +1,10 @@
 """What the report runs on: a hub name, a local folder, or a seeded random BERT (the control).
 
-The report reads heads through :mod:`mha_lib.bert`, which edits transformers' BERT modules
+The report reads heads through `mha_lib.bert`, which edits transformers' BERT modules
 directly, so a model is accepted only when its architecture has the parts those functions
-touch; the check builds the architecture from its config on the ``meta`` device (no weights,
+touch; the check builds the architecture from its config on the `meta` device (no weights,
 no memory) and names what is missing. Nothing is fetched unless a hub name is given, and
-``HF_HUB_OFFLINE`` is transformers' own switch, left to it. Remote code is never run.
+`HF_HUB_OFFLINE` is transformers' own switch, left to it. Remote code is never run.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from torch import nn
 
 from mha_lib.bert.loading import default_model_path, encoder_layers
 
-# ``random:NAME`` shapes: (layers, heads, head width, feed-forward width). BERT-base's is
-# Devlin et al.'s; any other shape is written ``random:LxHxD`` (e.g. ``random:2x4x16``).
+# `random:NAME` shapes: (layers, heads, head width, feed-forward width). BERT-base's is
+# Devlin et al.'s; any other shape is written `random:LxHxD` (e.g. `random:2x4x16`).
 RANDOM_SHAPES = {"bert-base": (12, 12, 64, 3072), "bert-large": (24, 16, 64, 4096)}
 RANDOM_PREFIX = "random:"
 DEFAULT_SEED = 0
@@ -75,7 +75,7 @@ def shape_of(config: object) -> Shape:
 
 def missing_parts(config: object) -> list[str]:
     """What the report needs and this architecture lacks ([] when it is BERT-family), read
-    from the modules the config builds on the ``meta`` device, without weights."""
+    from the modules the config builds on the `meta` device, without weights."""
     from transformers import AutoModel
 
     needs = []
@@ -109,7 +109,7 @@ def check_supported(config: object, source: str) -> None:
 
 
 def random_config(spec: str) -> tuple[object, str]:
-    """A BERT config of the shape ``spec`` names (``random:bert-base`` or ``random:LxHxD``),
+    """A BERT config of the shape `spec` names (`random:bert-base` or `random:LxHxD`),
     with MiniLM's vocabulary, and the report's name for it."""
     from transformers import BertConfig
 
@@ -146,11 +146,11 @@ def load_model(
     seed: int = DEFAULT_SEED,
     random_init: bool = False,
 ) -> Loaded:
-    """The model the report measures: ``None`` (the packaged MiniLM), a local folder, a hub
-    name (the only case that may download, and only if ``HF_HUB_OFFLINE`` allows), or
-    ``random:SHAPE``, a BERT of that shape initialised from ``seed`` with MiniLM's tokenizer.
-    ``random_init`` keeps a named model's config and tokenizer and draws its weights afresh
-    from ``seed`` (its own negative control; no weights are read)."""
+    """The model the report measures: `None` (the packaged MiniLM), a local folder, a hub
+    name (the only case that may download, and only if `HF_HUB_OFFLINE` allows), or
+    `random:SHAPE`, a BERT of that shape initialised from `seed` with MiniLM's tokenizer.
+    `random_init` keeps a named model's config and tokenizer and draws its weights afresh
+    from `seed` (its own negative control; no weights are read)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from mha_lib import bert

@@ -31,7 +31,7 @@ ROWS = {
 
 @dataclass
 class Report:
-    """What :func:`run` wrote: the rows in ledger order, the findings, the files, the time."""
+    """What `run` wrote: the rows in ledger order, the findings, the files, the time."""
 
     rows: list[Row]
     findings: list[Finding]
@@ -78,8 +78,8 @@ def run(
     measures: Sequence[str] | None = None,
     quiet: bool = False,
 ) -> Report:
-    """Measure ``loaded`` with ``measures`` (default: all, in order of value) and write
-    ``report.md``, its figures and ``report.json`` into ``out``; rows not measured say so."""
+    """Measure `loaded` with `measures` (default: all, in order of value) and write
+    `report.md`, its figures and `report.json` into `out`; rows not measured say so."""
     names = list(MEASURES) if measures is None else list(measures)
     unknown = [n for n in names if n not in MEASURES]
     if unknown or not names:

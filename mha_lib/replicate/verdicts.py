@@ -15,10 +15,10 @@ VERDICTS = (SUPPORTED, NUANCED, CONTRADICTED, NOT_SUPPORTED, NOT_TESTABLE)
 @dataclass
 class Row:
     """One claim measured on one model: its ledger number, the number that decides it, the
-    baseline beside it and the verdict, with ``detail`` saying which part of the rule held.
+    baseline beside it and the verdict, with `detail` saying which part of the rule held.
 
-    ``trained_only`` marks the claims that need training (a random model must fail them);
-    ``numbers`` keeps the raw values for the JSON file and the tests.
+    `trained_only` marks the claims that need training (a random model must fail them);
+    `numbers` keeps the raw values for the JSON file and the tests.
     """
 
     number: str

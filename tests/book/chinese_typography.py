@@ -9,16 +9,16 @@ bibliography's entries (English works, cited in their own language) and the them
 links, read block by block (a paragraph, a list item, a table cell, a heading) as the browser
 lays it out: a line break inside a paragraph is a space. The rules (locales/README.md):
 
-- ``cjk_spaces``: no space between two Chinese characters (or Chinese punctuation);
+- `cjk_spaces`: no space between two Chinese characters (or Chinese punctuation);
 - quotation marks, one convention with two roles (locales/README.md, the ledger): 「…」 quotes
   the source article, character for character (tests/book/test_article_quotes.py checks the ledger's
   against the article), and every other quotation is “…” (‘…’ inside), as GB/T 15834 and
-  d2l-zh write horizontal Chinese. So ``straight_quotes``: no half-width " (or ' beside a
+  d2l-zh write horizontal Chinese. So `straight_quotes`: no half-width " (or ' beside a
   Chinese character) in Chinese text, but inside a 「…」, where the article's own characters
-  stay; and ``corner_quotes``: no 「…」 that does not hold the article's words;
-- ``citations``: no "et al.", "and others" / "和 others", "n.d.", and no citation that repeats
+  stay; and `corner_quotes`: no 「…」 that does not hold the article's words;
+- `citations`: no "et al.", "and others" / "和 others", "n.d.", and no citation that repeats
   the names just before it ("Tenney 等人 [Tenney 等人, 2019]");
-- ``english``: no English word left in Chinese prose: names (capitalised: BERT, Tenney,
+- `english`: no English word left in Chinese prose: names (capitalised: BERT, Tenney,
   PyTorch; or listed: torch, bertviz), the words the glossary keeps in English (softmax, ...),
   a gloss in brackets right after the Chinese term (注意力汇（attention sink）) and quoted
   words (an English example sentence, “dog bites man”) aside.
@@ -52,7 +52,7 @@ BLOCKS = "p, li, td, th, dt, dd, h1, h2, h3, h4, h5, h6, caption, figcaption, su
 
 def blocks(page_html: str) -> list[str]:
     """The article's prose, one string per innermost block, as laid out (whitespace runs are
-    one space; a formula or code in a sentence is ``PLACEHOLDER``)."""
+    one space; a formula or code in a sentence is `PLACEHOLDER`)."""
     soup = BeautifulSoup(page_html, "html.parser")
     article = soup.find("article") or soup
     for el in article.select(NOT_PROSE):
@@ -88,7 +88,7 @@ _STRAIGHT = re.compile('"|(?<=[' + HAN + "])'|'(?=[" + HAN + "])")
 
 
 def _outside_corners(text: str) -> str:
-    """``text`` with the inside of each 「…」 blanked (the article's exact characters)."""
+    """`text` with the inside of each 「…」 blanked (the article's exact characters)."""
     return _CORNER.sub(lambda m: "「" + "\u2026" * (len(m.group(0)) - 2) + "」", text)
 
 
@@ -176,7 +176,7 @@ def chinese_pages(zh: Path) -> Iterator[tuple[str, Path]]:
 
 
 def findings(page: Path, rule: str) -> list[str]:
-    """What ``rule`` finds on one built page."""
+    """What `rule` finds on one built page."""
     check = RULES[rule]
     return [hit for text in blocks(page.read_text()) for hit in check(text)]
 

@@ -9,7 +9,7 @@ import pytest
 
 
 def node_executable() -> str:
-    """The ``node`` on PATH; without one a test is skipped, but fails when ``CI=true``."""
+    """The `node` on PATH; without one a test is skipped, but fails when `CI=true`."""
     node = shutil.which("node")
     if node is None:
         message = "node is not installed (apt-get install npm brings it)"

@@ -1,6 +1,6 @@
 """The book: every chapter executes in a fresh kernel and the site builds with warnings as errors.
 
-The `built_book` fixture (conftest.py) runs ``jupyter-book build -W -n --keep-going`` into a
+The `built_book` fixture (conftest.py) runs `jupyter-book build -W -n --keep-going` into a
 temporary directory with an empty execution cache, so each notebook runs top to bottom in its
 own fresh kernel; an exception in any cell, any stderr output, an unresolved glue key or a
 broken cross-reference fails the build and therefore these tests.
@@ -167,7 +167,7 @@ _LETTERS = re.compile(r"[^\W\d_]{2,}")  # a word, in any script (a head "3-1" ha
 
 
 def glued_words(glue_dir: Path) -> list[str]:
-    """Every glued string in ``glue_dir``'s glue files that holds a word and is not a name."""
+    """Every glued string in `glue_dir`'s glue files that holds a word and is not a name."""
     found = []
     for path in sorted(glue_dir.glob("*.glue.json")):
         stem = path.name.removesuffix(".glue.json")

@@ -156,7 +156,7 @@ def test_a_citation_after_its_authors_names_keeps_only_its_year() -> None:
 
 
 def _cite(chinese: bool, role: str, entry_source: str) -> str:
-    """How the Chinese (or the English) reference style writes ``role`` of one entry."""
+    """How the Chinese (or the English) reference style writes `role` of one entry."""
     from types import SimpleNamespace
 
     import pybtex_docutils

@@ -63,7 +63,7 @@ def test_text_without_cjk_parses_as_commonmark(text):
 
 @pytest.mark.book
 def test_no_literal_asterisks_on_the_chinese_pages(built_book):
-    """What a reader of the Chinese edition sees: no ``**`` left in the prose (code excluded)."""
+    """What a reader of the Chinese edition sees: no `**` left in the prose (code excluded)."""
     found = []
     for page in sorted((built_book / "zh").rglob("*.html")):
         if "_static" in page.parts:
@@ -76,7 +76,7 @@ def test_no_literal_asterisks_on_the_chinese_pages(built_book):
 
 def test_every_chinese_message_renders_its_emphasis(monkeypatch):
     """Every translated message of the catalogues, parsed as the Chinese build parses it:
-    no ``**`` or ``*`` pair left over (on today's messages, CommonMark's rule leaves some)."""
+    no `**` or `*` pair left over (on today's messages, CommonMark's rule leaves some)."""
     import polib
 
     catalogues = Path(__file__).resolve().parents[2] / "locales" / "zh_CN" / "LC_MESSAGES"

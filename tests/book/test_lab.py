@@ -1,6 +1,6 @@
 """The live lab (book/lab.md) in headless Chromium, checked against mha_lib.bert in Python.
 
-The page runs the exported MiniLM with ONNX Runtime Web; ``window.mhaLab.run`` must give the
+The page runs the exported MiniLM with ONNX Runtime Web; `window.mhaLab.run` must give the
 Python tokenizer's tokens exactly, and maps and embeddings within the tolerance that the
 chosen precision holds (fp16 weights, float32 arithmetic: the export measured about 1e-3 on
 the maps), for the book's sentences under several head masks. Then the page as a reader
@@ -9,7 +9,7 @@ upstream do not, bad input gets a message, a model that fails to load says so, a
 opened from disk says how to serve it, axe-core finds nothing serious, no request leaves the
 site, the whole download stays within budget, and no other page loads the model. Each action
 is announced once, from the page's one live region. No fixed sleeps: after an action the tests
-wait for the page's own count of finished updates (``mhaLab.draws``) to grow.
+wait for the page's own count of finished updates (`mhaLab.draws`) to grow.
 
 For real use: a paste of 1,000 words and a click after it never hold the page's main thread
 for long (the model runs in a worker, the maps are drawn at their on-screen pixels, a layer
@@ -496,7 +496,7 @@ def test_drawn_resolves_after_the_next_update(browser_page) -> None:
 
 
 def _imports(module: Path) -> set[str]:
-    """The lab's modules that ``module`` imports, or starts as a worker (``new URL(…, HERE)``)."""
+    """The lab's modules that `module` imports, or starts as a worker (`new URL(…, HERE)`)."""
     text = module.read_text(encoding="utf-8")
     imported = re.findall(r"""(?:from|import\()\s*["']\./([\w.-]+\.js)["']""", text)
     started = re.findall(

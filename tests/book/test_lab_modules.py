@@ -1,13 +1,13 @@
 """The lab's pure ES modules (lab/strings.js, heads.js, maps.js, pointer.js) under node.
 
-On hand-checked cases, which live beside this file in ``lab_js/*.test.mjs`` (node's own test
-runner): the messages and ``t()`` (a missing key or placeholder throws, naming it), the head
-switches and every way a reader changes them (clicks, layers, presets, ``#preset=`` links,
+On hand-checked cases, which live beside this file in `lab_js/*.test.mjs` (node's own test
+runner): the messages and `t()` (a missing key or placeholder throws, naming it), the head
+switches and every way a reader changes them (clicks, layers, presets, `#preset=` links,
 arrow keys, chapter 6's menu following them), the maps' numbers (colour scale and its table,
 layout, change, a long text's maps pooled to their on-screen pixels, text alternative) and what
 a pointer means (a tap shows, a click or a key switches; a scroll under a still pointer is no
 move). The colour scale is also checked here against matplotlib's own viridis. Marked
-``book``: it needs node, which the book's CI job installs with npm.
+`book`: it needs node, which the book's CI job installs with npm.
 """
 
 from __future__ import annotations

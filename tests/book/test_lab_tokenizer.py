@@ -3,7 +3,7 @@
 The page tokenizes by itself, so its tokens must be the model's own: the book's sentences and
 text made to trip a tokenizer (accents, punctuation, numbers, unknown words, Chinese,
 control and zero-width characters, Greek capitals, long words, text past the model's 512
-positions). Marked ``book``: it needs node, which the book's CI job installs with npm.
+positions). Marked `book`: it needs node, which the book's CI job installs with npm.
 """
 
 from __future__ import annotations

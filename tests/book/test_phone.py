@@ -7,20 +7,20 @@ table cut at the edge of its box looks complete, and the reader never learns tha
 there (a review found it on 50 of 62 pages). Here each page is loaded as a phone loads it
 (Chromium's mobile emulation: touch, overlay scrollbars, the page's viewport tag) and:
 
-1. **Nothing is cut without a visible way to see the rest.** Every figure (``img``, ``svg``,
-   ``canvas``), formula (MathJax's drawn ``mjx-math``) and table shown on the page must fit
-   inside every box around it that clips (``overflow-x`` not ``visible``), or that box must
-   show a hint beside it: an element of class ``mha-more`` (book/_ext/static/small_screens.js
+1. **Nothing is cut without a visible way to see the rest.** Every figure (`img`, `svg`,
+   `canvas`), formula (MathJax's drawn `mjx-math`) and table shown on the page must fit
+   inside every box around it that clips (`overflow-x` not `visible`), or that box must
+   show a hint beside it: an element of class `mha-more` (book/_ext/static/small_screens.js
    writes them: "scrolls sideways", or a figure's "tap to enlarge"), shown, at least 9 px
    text, on screen, and within 48 px of the box.
 2. **A figure too small to read opens at a readable size.** A figure shown narrower than the
-   width at which its smallest text is 9 px (``data-min-text-px``) must carry such a hint as
+   width at which its smallest text is 9 px (`data-min-text-px`) must carry such a hint as
    a button; a tap on it opens the figure where its text is 9 px or more.
 3. **The lab's touch targets are at least 44 x 44 CSS px** (WCAG 2.5.5, Apple's and Google's
    guidance): every button, menu, text field and head tile of the lab.
 
 A failed page lists every problem with its size in px; the counts per page are the numbers a
-reviewer compares (``MHA_PHONE_REPORT=<file>`` appends one JSON line per page).
+reviewer compares (`MHA_PHONE_REPORT=<file>` appends one JSON line per page).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def phone(request: pytest.FixtureRequest) -> Iterator[Site]:
 
 
 def phone_problems(site: Site, url: str) -> tuple[list[str], dict]:
-    """What a reader with a phone meets on ``url`` (a page path without .html); and counts."""
+    """What a reader with a phone meets on `url` (a page path without .html); and counts."""
     tab = site.context.new_page()
     try:
         response = tab.goto(site.base + f"{url}.html", wait_until="load")

@@ -12,8 +12,8 @@ narrowed to a phone's width (390 px): the document must not scroll sideways, not
 spill past the column or be cut off (a code cell, a table or a figure scrolls inside its own
 box), every figure's text stays at 9 px or more as shown or the figure opens at full size on
 a tap (tests/book/test_phone.py checks the rest at a phone's own settings), the ledger's rows
-stack as cards, and axe-core passes again. The Chinese edition (``zh/``) passes the same checks page
-by page, and its own: ``lang="zh-CN"``, a switcher to the same English page (and section),
+stack as cards, and axe-core passes again. The Chinese edition (`zh/`) passes the same checks page
+by page, and its own: `lang="zh-CN"`, a switcher to the same English page (and section),
 the English page's glued numbers, Chinese alt texts and prose, and a search that finds
 Chinese words.
 
@@ -21,9 +21,9 @@ The site serves every script it needs itself (MathJax, bertviz's require.js, d3 
 the lab's ONNX Runtime Web: book/_ext/site_assets.py copies them from the pinned npm
 packages), so the test aborts every request that leaves the machine and reports it: a page
 that needs the network fails. Only axe-core, the test's own tool, comes from
-``node_modules`` (installed by ``scripts/install_browser.sh``). A page that fails leaves
-full-page screenshots in ``_build/screenshots/``, at both widths (``<page>.png``,
-``<page>.390px.png``); with ``MHA_SCREENSHOTS=1`` (GitHub's book job keeps them for reviewers)
+`node_modules` (installed by `scripts/install_browser.sh`). A page that fails leaves
+full-page screenshots in `_build/screenshots/`, at both widths (`<page>.png`,
+`<page>.390px.png`); with `MHA_SCREENSHOTS=1` (GitHub's book job keeps them for reviewers)
 every page does. Two full-page screenshots cost about as much as all of a page's checks.
 """
 
@@ -138,7 +138,7 @@ def book_config(source: Path) -> dict:
 
 
 def expected_launch_urls(config: dict, notebook: str) -> dict[str, str]:
-    """The Binder and Colab links that open ``notebook`` (a path from the book root)."""
+    """The Binder and Colab links that open `notebook` (a path from the book root)."""
     repo_url = config["repository"]["url"].rstrip("/")
     org_repo = urlsplit(repo_url).path.strip("/")
     branch = config["repository"].get("branch", "main")
@@ -208,7 +208,7 @@ def site(request: pytest.FixtureRequest) -> Iterator[Site]:
 
 @contextlib.contextmanager
 def served(directory: Path) -> Iterator[str]:
-    """``directory`` on a local static server (quiet, a thread per request) while the block
+    """`directory` on a local static server (quiet, a thread per request) while the block
     runs; its base URL. The browser tests of the site, the phone and the lab share it."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -871,7 +871,7 @@ CHINESE_TERMS = (
 
 
 def _chinese_pages_with(built_book: Path, term: str) -> set[str]:
-    """The Chinese pages whose article text contains ``term`` (paths as the search links them)."""
+    """The Chinese pages whose article text contains `term` (paths as the search links them)."""
     import html as html_lib
 
     found = set()
@@ -913,8 +913,8 @@ def test_chinese_search_finds_a_phrase_on_every_page_that_uses_it(
 def _search(
     tab: object, site: Site, query: str, summaries: bool = True
 ) -> list[tuple[str, str]]:
-    """The Chinese search page's results for ``query``: (page, its summary), in order; with
-    ``summaries=False`` the list alone (every summary ""), without waiting for the summaries,
+    """The Chinese search page's results for `query`: (page, its summary), in order; with
+    `summaries=False` the list alone (every summary ""), without waiting for the summaries,
     which the page fetches one result page at a time after the list is complete."""
     tab.goto(site.base + f"{ZH}search.html?q={query}", wait_until="load")
     tab.wait_for_function(
@@ -943,7 +943,7 @@ def _search(
 
 
 # The search page's own search, run in the page for one query: the pages it lists, in order.
-# It is what the page runs for ``search.html?q=...`` (searchtools.js: Search.query calls
+# It is what the page runs for `search.html?q=...` (searchtools.js: Search.query calls
 # _parseQuery, which splits with book/_ext/static/chinese_search.js's splitQuery, then
 # _performSearch, and lists every result); _in_page_search checks that on its first queries.
 _PAGES_FOUND_JS = "q => Search._performSearch(...Search._parseQuery(q)).map(r => r[0])"
@@ -951,7 +951,7 @@ _PAGES_FOUND_JS = "q => Search._performSearch(...Search._parseQuery(q)).map(r =>
 
 def _in_page_search(tab: object, site: Site, queries: list[str]) -> dict[str, set[str]]:
     """The pages the Chinese search finds for each query, the search page loaded once: the
-    first two queries are also typed into the page's address (``search.html?q=``), and the
+    first two queries are also typed into the page's address (`search.html?q=`), and the
     pages it lists must be the same."""
     typed = {q: {page for page, _ in _search(tab, site, q, summaries=False)} for q in queries[:2]}
     tab.goto(site.base + f"{ZH}search.html", wait_until="load")

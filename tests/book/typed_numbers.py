@@ -7,12 +7,12 @@ Every number a reader sees must come from execution. Four places where one slips
   names, a table's row number, a numbered list's item numbers, a link named by a chapter
   number), years, the constants 0 and
   1, and the source article's words in quotation marks (or its own 「」);
-* **alt text**: digits in the literal parts of a figure's ``alt=`` (an f-string's
+* **alt text**: digits in the literal parts of a figure's `alt=` (an f-string's
   replacement fields are measured, the rest is typed);
-* **model shapes**: ``divmod(…, 12)``-style integer literals standing for a model's size;
-* **glue of a literal**: ``glue("x", 17.5)`` (or a chapter's ``put("x", 17.5)``,
-  ``put(x=17.5)``) is a typed number with a glue label; a cited
-  figure goes through ``mha_lib.book.glue_cited``, which names its source.
+* **model shapes**: `divmod(…, 12)`-style integer literals standing for a model's size;
+* **glue of a literal**: `glue("x", 17.5)` (or a chapter's `put("x", 17.5)`,
+  `put(x=17.5)`) is a typed number with a glue label; a cited
+  figure goes through `mha_lib.book.glue_cited`, which names its source.
 """
 
 from __future__ import annotations

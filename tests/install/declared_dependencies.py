@@ -1,7 +1,7 @@
 """What pyproject.toml declares: each extra's distributions, and which part needs which extra.
 
 Shared by tests/install/test_packaging.py (the library's imports against the declarations) and
-tests/install/test_binder.py (what the Colab guard's ``pip install /content/book[bert]`` brings).
+tests/install/test_binder.py (what the Colab guard's `pip install /content/book[bert]` brings).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def pyproject() -> dict:
 
 
 def requirements(extras: Iterable[str] = ()) -> list[Requirement]:
-    """The core dependencies and those of ``extras``, the project's own extras followed."""
+    """The core dependencies and those of `extras`, the project's own extras followed."""
     project = pyproject()["project"]
     own = canonical(project["name"])
     optional = project.get("optional-dependencies", {})
@@ -55,7 +55,7 @@ def requirements(extras: Iterable[str] = ()) -> list[Requirement]:
 
 
 def declared(extras: Iterable[str] = ()) -> set[str]:
-    """Canonical names of the distributions the core and ``extras`` declare directly."""
+    """Canonical names of the distributions the core and `extras` declare directly."""
     return {canonical(r.name) for r in requirements(extras)}
 
 
@@ -94,7 +94,7 @@ def import_names() -> dict[str, frozenset[str]]:
 
 
 def parts() -> dict[str, list[str]]:
-    """``{part: [extras]}`` from ``[tool.mha_lib.parts]``."""
+    """`{part: [extras]}` from `[tool.mha_lib.parts]`."""
     return pyproject()["tool"]["mha_lib"]["parts"]
 
 

@@ -1,10 +1,10 @@
 """The two cloud doors of the book: Binder (repo2docker) and Colab.
 
-Binder builds ``binder/`` with repo2docker: it must carry the same pins as the root
-``requirements.txt`` (only torch differs, as the CPU build), Python 3.11, and install
-``mha_lib``; every notebook may import only what those requirements declare. Colab gets
+Binder builds `binder/` with repo2docker: it must carry the same pins as the root
+`requirements.txt` (only torch differs, as the CPU build), Python 3.11, and install
+`mha_lib`; every notebook may import only what those requirements declare. Colab gets
 nothing but the notebook, so each notebook starts with the guard cell that installs the
-library from the repository named in ``_config.yml``.
+library from the repository named in `_config.yml`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def canonical(name: str) -> str:
 
 
 def read_pins(path: Path) -> tuple[dict[str, str], list[str]]:
-    """``name -> version`` for every ``name==version`` line, and the option lines."""
+    """`name -> version` for every `name==version` line, and the option lines."""
     pins: dict[str, str] = {}
     options: list[str] = []
     for raw in path.read_text().splitlines():
@@ -223,8 +223,8 @@ COLAB_PREINSTALLED = {"numpy", "torch", "matplotlib", "scipy", "scikit-learn", "
 
 
 def guard_installs() -> set[str]:
-    """Distributions the guard's ``pip install /content/book[bert]`` brings, per pyproject.toml
-    (the core dependencies and the extra ``bert``, with the project's own extras it names)."""
+    """Distributions the guard's `pip install /content/book[bert]` brings, per pyproject.toml
+    (the core dependencies and the extra `bert`, with the project's own extras it names)."""
     from declared_dependencies import declared
 
     return declared(["bert"])

@@ -3,13 +3,13 @@
 Two checks, each with a control that shows it can fail:
 
 - every import in the library's source (lazy ones and those for type checkers included),
-  parsed with ``ast``, comes from a distribution that pyproject.toml declares for the
+  parsed with `ast`, comes from a distribution that pyproject.toml declares for the
   module's part (the core dependencies and the part's extras, [tool.mha_lib.parts]);
 - each part imports, in a fresh interpreter, while the import system finds no top-level
   package outside the standard library and the declared distributions (with what they
-  require in turn): the state of ``pip install .`` plus that part's extras. In that
+  require in turn): the state of `pip install .` plus that part's extras. In that
   interpreter an undeclared package is "not installed", so optional imports that torch or
-  transformers guard with ``try``/``find_spec`` behave as they would on a user's machine.
+  transformers guard with `try`/`find_spec` behave as they would on a user's machine.
 """
 
 from __future__ import annotations
@@ -103,10 +103,10 @@ def modules_by_extras():
 
 
 def imports_of(tree):
-    """``(name, at module level?)`` of every absolute import in a module.
+    """`(name, at module level?)` of every absolute import in a module.
 
-    ``from mha_lib.x import y`` names ``mha_lib.x.y`` when that is a module of the library.
-    An import inside a function, or under ``if TYPE_CHECKING``, is not at module level:
+    `from mha_lib.x import y` names `mha_lib.x.y` when that is a module of the library.
+    An import inside a function, or under `if TYPE_CHECKING`, is not at module level:
     it runs only when that code is used (or never), but its package must still be declared.
     """
     modules = library_modules()
@@ -131,7 +131,7 @@ def imports_of(tree):
 
 @cache
 def needed_at_import(module):
-    """Third-party top-level names that importing ``module`` imports, through the library's
+    """Third-party top-level names that importing `module` imports, through the library's
     own modules (and the packages above them) that load with it."""
     modules = library_modules()
     todo, loaded, names = [module], set(), set()
@@ -153,7 +153,7 @@ def needed_at_import(module):
 
 
 def undeclared_imports(source, module):
-    """What ``module``'s source needs that its part does not declare, as messages: its own
+    """What `module`'s source needs that its part does not declare, as messages: its own
     imports (lazy ones too), and what the library modules it imports at module level
     import in turn when they load."""
     mine = declared(parts()[part_of(module)])
@@ -232,7 +232,7 @@ def test_the_import_gate_refuses_what_the_core_does_not_declare():
 
 
 def test_the_colab_install_brings_every_part():
-    """The guard cell runs ``pip install /content/book[bert]``: a chapter needs every part."""
+    """The guard cell runs `pip install /content/book[bert]`: a chapter needs every part."""
     extras = pyproject()["project"]["optional-dependencies"]
     everything = set().union(*(declared([e]) for e in extras))
     assert declared(["bert"]) == everything

@@ -1,10 +1,10 @@
 """Every chapter ends with graded exercises, and the code in their solutions runs and asserts.
 
-A chapter's last section, ``## Exercises``, is a numbered list. Each item opens with its grade
+A chapter's last section, `## Exercises`, is a numbered list. Each item opens with its grade
 in bold — *Check your understanding*, *Change and predict*, or *Open question* — and every
 chapter has one of each. Items that can be answered have a collapsed solution (a MyST
-``:::{admonition} Solution`` block with ``:class: dropdown``); an open question has a collapsed
-``Discussion``. Python code in a solution is self-contained and ends in ``assert``s that state
+`:::{admonition} Solution` block with `:class: dropdown`); an open question has a collapsed
+`Discussion`. Python code in a solution is self-contained and ends in `assert`s that state
 the answer, so a change in the library that makes an answer wrong fails here.
 """
 

@@ -1,10 +1,10 @@
 """Every tensor a library function creates lives on its inputs' device, in any dtype.
 
 This machine has no GPU, so a tensor created on the wrong device would go unnoticed here
-and fail on a reader's Colab GPU. :class:`DeviceAudit` catches it anyway: it watches every
-tensor factory call (``torch.ones``, ``torch.arange``, ``torch.tensor`` ...) made from
-``mha_lib``'s own code and records those that name no device. Such a tensor lands on the
-default device (the CPU) whatever device the model is on. ``*_like`` calls and ``Tensor``
+and fail on a reader's Colab GPU. `DeviceAudit` catches it anyway: it watches every
+tensor factory call (`torch.ones`, `torch.arange`, `torch.tensor` ...) made from
+`mha_lib`'s own code and records those that name no device. Such a tensor lands on the
+default device (the CPU) whatever device the model is on. `*_like` calls and `Tensor`
 methods follow their input and are fine. The BERT, pruning and word-sense pipelines run
 under the audit, in float32, float64 and bfloat16; on a machine with CUDA they also run
 there for real.
@@ -35,7 +35,7 @@ FACTORIES = {
 
 
 class DeviceAudit(TorchFunctionMode):
-    """Record factory calls from mha_lib that give no ``device`` (they would land on the CPU)."""
+    """Record factory calls from mha_lib that give no `device` (they would land on the CPU)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -97,7 +97,7 @@ def bert_pipeline(model, tokenizer, device):
 
 
 def toy_setup(device, dtype=torch.float32):
-    """A toy transformer and task batches on ``device`` (built outside the audit: tasks draw
+    """A toy transformer and task batches on `device` (built outside the audit: tasks draw
     their data with a CPU generator by design, and the reader moves it)."""
     task = associative_recall(num_keys=4, num_values=4, num_pairs=4, num_queries=2)
     model = ToyTransformer(task.vocab_size, task.num_classes, task.seq_len, d_model=16,

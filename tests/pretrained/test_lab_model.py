@@ -2,14 +2,14 @@
 
 The references:
 
-* unmasked maps: ``mha_lib.bert.attention_maps`` (transformers' own eager probabilities);
-* the embedding: a mean written here over transformers' own ``BertModel`` output;
+* unmasked maps: `mha_lib.bert.attention_maps` (transformers' own eager probabilities);
+* the embedding: a mean written here over transformers' own `BertModel` output;
 * masked maps and embeddings: a BERT forward pass written here from the model's weights
-  (:func:`bert_by_hand`), which multiplies each head's context by its mask entry itself, with
-  no hook and no ``mha_lib.bert.head_mask``. It is first checked against ``BertModel``.
+  (`bert_by_hand`), which multiplies each head's context by its mask entry itself, with
+  no hook and no `mha_lib.bert.head_mask`. It is first checked against `BertModel`.
 
 Every masked comparison also checks that the mask moves the reference by far more than the
-tolerance, so a ``LabModel`` that ignored its mask would fail it. Only pinned packages.
+tolerance, so a `LabModel` that ignored its mask would fail it. Only pinned packages.
 """
 
 from __future__ import annotations
@@ -74,10 +74,10 @@ def _linear(x: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
 def bert_by_hand(
     model: nn.Module, input_ids: torch.Tensor, mask: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One unpadded sentence ``(T,)`` → ``(maps (L, H, T, T), last hidden state (T, D))``.
+    """One unpadded sentence `(T,)` → `(maps (L, H, T, T), last hidden state (T, D))`.
 
-    Each head's context (its softmax times its values) is multiplied by ``mask[layer, head]``
-    before the layer's output projection: where transformers 4 applied ``head_mask``.
+    Each head's context (its softmax times its values) is multiplied by `mask[layer, head]`
+    before the layer's output projection: where transformers 4 applied `head_mask`.
     """
     config = model.config
     assert config.hidden_act == "gelu" and config.position_embedding_type == "absolute"

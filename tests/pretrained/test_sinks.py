@@ -2,7 +2,7 @@
 
 The reference reads the weights from the model's own attentions and what each head moves
 from the explicit per-head product of our `MultiHeadAttention` carrying the layer's weights
-(``W_o^h v_h(x_j)``, checked here to rebuild that layer's output), not from `bert.norms`.
+(`W_o^h v_h(x_j)`, checked here to rebuild that layer's output), not from `bert.norms`.
 """
 
 import pytest
@@ -57,9 +57,9 @@ def test_no_sentences_is_refused():
 
 
 def _hooked_layer_change(model, tok, text, layer, head, replace):
-    """The relative change of ``layer``'s attention output and output hidden state when the
-    value vectors of head ``head`` at [CLS] and [SEP] are replaced inside the model
-    (``replace(v_head (T, Dh)) -> (2, Dh)``), by a hook on the value projection: a route
+    """The relative change of `layer`'s attention output and output hidden state when the
+    value vectors of head `head` at [CLS] and [SEP] are replaced inside the model
+    (`replace(v_head (T, Dh)) -> (2, Dh)`), by a hook on the value projection: a route
     that shares no code with sink_ablation."""
     enc = tok(text, return_tensors="pt")
     sa = model.encoder.layer[layer].attention.self

@@ -1,14 +1,14 @@
 """The results committed under scripts/results reproduce from their studies' own code.
 
-Each test recomputes a sample with the study's own functions (:mod:`mha_lib.experiments.studies`)
+Each test recomputes a sample with the study's own functions (`mha_lib.experiments.studies`)
 and asserts it with the study's checks (the same checks the chapters run), whose tolerances are
-meant to hold on any CPU. ``make test`` runs these tests a second time with
-``ATEN_CPU_CAPABILITY=default``, i.e. with torch's plain-C kernels instead of this CPU's
-vector kernels, to show that they do (marker: ``reproduction``).
+meant to hold on any CPU. `make test` runs these tests a second time with
+`ATEN_CPU_CAPABILITY=default`, i.e. with torch's plain-C kernels instead of this CPU's
+vector kernels, to show that they do (marker: `reproduction`).
 
 Every page that reads a committed file must stop when one of its numbers changes by 1 %
 (PERTURBED). That is shown in three parts: the page's code carries the study's check of that
-file to ``verify`` (read statically, CARRIERS); that check, called as the page calls it, fails
+file to `verify` (read statically, CARRIERS); that check, called as the page calls it, fails
 on the changed number and on nothing else (at unit level, or in the reproduction test of a
 pretrained model's study); and two pages run whole, one in a fresh kernel and one through a
 book build, on a copy of the book with the number changed, and stop with ReproductionError.
@@ -54,13 +54,13 @@ STUDIES = studies.all_studies()  # every module of the studies package, found th
 
 
 def study_module(name):
-    """The study ``python -m mha_lib.experiments.studies.<name>`` runs."""
+    """The study `python -m mha_lib.experiments.studies.<name>` runs."""
     return STUDIES[name]
 
 
 def test_every_study_shares_one_interface_and_commits_its_file():
-    """Each module of the package is a :class:`Study` named after its committed file, with
-    one ``live_checks(live, committed)``."""
+    """Each module of the package is a `Study` named after its committed file, with
+    one `live_checks(live, committed)`."""
     assert len(STUDIES) >= 12
     for name, study in STUDIES.items():
         assert isinstance(study, Study), name
@@ -644,10 +644,10 @@ def _sinks_at_init(live, data):
 
 # What carries each page's PERTURBED number into its `verify`: the study, the call as the page
 # writes it (test_every_page_that_reads_a_committed_result_checks_it follows it from
-# `committed(study.NAME)` to `verify(...)`), and the same call here, ``carry(live, data)``:
-# the checks of ``data`` (the committed file, perhaps changed) against ``live``. Where the page
-# retrains or re-derives (prefix_checks, initial_checks, toy_at_init), so does ``carry``, and
-# ``live`` is unused; elsewhere the page retrains a run and compares its record, and ``live``
+# `committed(study.NAME)` to `verify(...)`), and the same call here, `carry(live, data)`:
+# the checks of `data` (the committed file, perhaps changed) against `live`. Where the page
+# retrains or re-derives (prefix_checks, initial_checks, toy_at_init), so does `carry`, and
+# `live` is unused; elsewhere the page retrains a run and compares its record, and `live`
 # is the committed file itself, a perfect reproduction. None: the check needs the pretrained
 # model, and the reproduction test that loads it runs the same assertion (_assert_caught).
 CARRIERS = {
@@ -709,7 +709,7 @@ def _values_of(x):
 
 
 def _assert_caught(chapter, carry):
-    """``PERTURBED[chapter]`` changed by 1 % makes ``carry``'s checks fail (verify raises), and
+    """`PERTURBED[chapter]` changed by 1 % makes `carry`'s checks fail (verify raises), and
     the only checks that fail carry the changed number and hold with the number restored.
     Returns the checks, with the number restored in those."""
     name, *path = PERTURBED[chapter]
@@ -756,7 +756,7 @@ def _code_cells(chapter):
 
 class _Page:
     """A page's code, read as straight-line code: which value each name holds where it is used
-    (the last assignment before the use, and every ``+=`` and item assignment since)."""
+    (the last assignment before the use, and every `+=` and item assignment since)."""
 
     def __init__(self, code):
         self.cells = [ast.parse(cell) for cell in code]
@@ -812,7 +812,7 @@ class _Page:
                 self.bindings.append((name, at, how, value))
 
     def values(self, name, at):
-        """What ``name`` may hold at position ``at``."""
+        """What `name` may hold at position `at`."""
         if self._by_name is None:
             self._by_name = {}
             for b in sorted(self.bindings, key=lambda b: b[1]):
@@ -822,7 +822,7 @@ class _Page:
         return [b[3] for b in before[plain[-1] if plain else 0:]]
 
     def reached(self, nodes):
-        """Every node that the values of ``nodes`` are computed from, through the page."""
+        """Every node that the values of `nodes` are computed from, through the page."""
         todo, seen, out = list(nodes), set(), []
         while todo:
             node = todo.pop()
@@ -848,7 +848,7 @@ class _Page:
         return None
 
     def imported(self, name):
-        """``name``'s module, as the page imports it (``from module import x as name``)."""
+        """`name`'s module, as the page imports it (`from module import x as name`)."""
         return {f"{n.module}.{a.name}" for tree in self.cells for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) for a in n.names
                 if (a.asname or a.name) == name}  # fmt: skip
@@ -857,8 +857,8 @@ class _Page:
 def test_every_page_that_reads_a_committed_result_checks_it():
     """A reader may run one part alone: every page that reads a committed file verifies it,
     and the call that carries the number PERTURBED changes (CARRIERS) is the page's own: its
-    checks reach a `verify(...)` that no ``try`` catches, and it reads the study's file,
-    ``committed(study.NAME)``. That the call catches the change is
+    checks reach a `verify(...)` that no `try` catches, and it reads the study's file,
+    `committed(study.NAME)`. That the call catches the change is
     test_a_one_percent_change_of_a_committed_result_fails_the_pages_check's (or, for a
     pretrained model's page, its reproduction test's)."""
     readers = sorted(
@@ -923,8 +923,8 @@ def test_the_page_reader_follows_values_and_refuses_what_it_must():
 
 
 def _perturbed_copy(tmp_path, chapter):
-    """The book's notebooks, scripts and pages in ``tmp_path``, with the number of
-    ``PERTURBED[chapter]`` changed by 1 %; the copy's own results are what its pages read."""
+    """The book's notebooks, scripts and pages in `tmp_path`, with the number of
+    `PERTURBED[chapter]` changed by 1 %; the copy's own results are what its pages read."""
     repo = SCRIPTS.parent
     book = tmp_path / "book"
     for name in ("notebooks", "scripts", "book", "_static"):
@@ -939,7 +939,7 @@ def _perturbed_copy(tmp_path, chapter):
 
 
 def _run_perturbed(tmp: Path, chapter: str) -> str:
-    """Run ``chapter`` as a reader would (a fresh kernel in its notebooks folder), in a copy
+    """Run `chapter` as a reader would (a fresh kernel in its notebooks folder), in a copy
     of the book with one committed number changed by 1 %: how it stopped ("" if it did not)."""
     import nbformat
     from nbclient import NotebookClient

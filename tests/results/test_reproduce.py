@@ -255,7 +255,7 @@ def test_run_jobs_gives_every_result_with_its_index():
 
 
 def test_a_study_reruns_one_part_and_keeps_the_others(tmp_path):
-    """The command line end to end: ``--only check`` of the planted-match study retrains that
+    """The command line end to end: `--only check` of the planted-match study retrains that
     part in a spawned process, keeps the others as they were, and the result passes the
     study's own checks against the committed file."""
     from mha_lib.experiments.studies import ch4_planted
@@ -318,8 +318,8 @@ def test_on_plain_kernels_runs_the_function_in_a_child_on_plain_c_kernels():
 
 
 def test_every_study_runs_as_a_module(monkeypatch, capsys):
-    """``python -m mha_lib.experiments.studies.<name> --help`` for every study the package
-    lists (:func:`~mha_lib.experiments.studies.names`), and nothing else is a study."""
+    """`python -m mha_lib.experiments.studies.<name> --help` for every study the package
+    lists (`names`), and nothing else is a study."""
     import runpy
 
     from mha_lib.experiments import studies

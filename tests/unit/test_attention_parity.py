@@ -40,7 +40,7 @@ SDPA_CASES = list(
 
 
 def case_seed(*case: object) -> int:
-    """A seed fixed by the case's parameters, the same in every process (``hash`` of a string
+    """A seed fixed by the case's parameters, the same in every process (`hash` of a string
     is randomised per process), so that a failing case can be replayed."""
     return zlib.crc32(repr(case).encode())
 

@@ -36,7 +36,7 @@ def test_batches_must_be_a_non_empty_sequence(batches):
 
 
 def inline_positive_int_checks(tree):
-    """``isinstance(x, bool) or not isinstance(x, int) or x < 1`` (or ``<= 0``), anywhere."""
+    """`isinstance(x, bool) or not isinstance(x, int) or x < 1` (or `<= 0`), anywhere."""
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):

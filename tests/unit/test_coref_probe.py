@@ -54,7 +54,7 @@ def test_one_item_by_hand():
 
 
 def _maps(n_words, query, weights, layers=1, heads=2):
-    """Word-level maps with [CLS]/[SEP]; head 0's query row gets ``weights`` on the words,
+    """Word-level maps with [CLS]/[SEP]; head 0's query row gets `weights` on the words,
     head 1 puts everything on [CLS]."""
     t = n_words + 2
     m = torch.full((layers, heads, t, t), 1.0 / t)

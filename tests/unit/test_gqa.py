@@ -1,8 +1,8 @@
-"""Grouped-query and multi-query attention (``num_kv_heads``) against independent references.
+"""Grouped-query and multi-query attention (`num_kv_heads`) against independent references.
 
 Two references that share no code with the layer: torch's fused kernel with
-``enable_gqa=True``, and the same computation written out with each key/value head
-repeated for its group (``repeat_interleave``) and an explicit softmax. Outputs and the
+`enable_gqa=True`, and the same computation written out with each key/value head
+repeated for its group (`repeat_interleave`) and an explicit softmax. Outputs and the
 gradients of inputs and parameters, in float32 and float64, on both of the layer's paths.
 """
 
@@ -26,7 +26,7 @@ def close(a, b, dtype):
 
 
 def projections(mha, x):
-    """q ``(B, H, T, Dh)`` and k, v ``(B, Hkv, T, Dh)`` from the layer's weights, by hand."""
+    """q `(B, H, T, Dh)` and k, v `(B, Hkv, T, Dh)` from the layer's weights, by hand."""
     b, t, _ = x.shape
     dh = mha.d_head
 
@@ -56,7 +56,7 @@ def explicit_repeat(mha, x, allowed=None, head_mask=None):
 
 
 def torch_gqa(mha, x, allowed=None, is_causal=False):
-    """torch's fused kernel with ``enable_gqa=True`` on the layer's projections."""
+    """torch's fused kernel with `enable_gqa=True` on the layer's projections."""
     q, k, v = projections(mha, x)
     out = F.scaled_dot_product_attention(
         q, k, v, attn_mask=allowed, is_causal=is_causal, enable_gqa=True
@@ -123,7 +123,7 @@ def test_causal_padding_and_head_mask(layout, dtype):
 
 
 def test_default_is_bit_identical_to_multi_head():
-    """``num_kv_heads=num_heads`` builds and computes exactly what the plain layer does."""
+    """`num_kv_heads=num_heads` builds and computes exactly what the plain layer does."""
     torch.manual_seed(5)
     plain = MultiHeadAttention(16, 4)
     torch.manual_seed(5)

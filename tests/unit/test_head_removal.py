@@ -3,7 +3,7 @@
 The same requests go to `MultiHeadAttention.prune_heads`, `mha_lib.bert.prune_heads` and the
 two pruning adapters; each must accept and refuse the same ones, with the same message, and
 change nothing when it refuses. References: kept heads and feature indices written out by
-hand, `nn.Linear` outputs sliced by hand, and a module's own ``head_mask`` argument.
+hand, `nn.Linear` outputs sliced by hand, and a module's own `head_mask` argument.
 """
 
 import copy
@@ -38,7 +38,7 @@ def toy_model():
 
 
 class Caller:
-    """One way into the rules: ``prune({layer: heads})``, ``kept()`` per layer, ``state()``."""
+    """One way into the rules: `prune({layer: heads})`, `kept()` per layer, `state()`."""
 
     def __init__(self, name, tiny_bert):
         self.name = name

@@ -167,7 +167,7 @@ def test_config_records_of_older_runs_still_compare_equal():
 
 
 def first_batch_gradient(config, seed):
-    """The model of ``config`` at init and its gradient on the first training batch."""
+    """The model of `config` at init and its gradient on the first training batch."""
     task = make_task(config.task, **config.task_args)
     net = build_model(config, task, seed)
     inputs, targets = task.sample(config.batch_size, torch.Generator().manual_seed(seed))

@@ -1,6 +1,6 @@
 """The claims ledger reads at a glance (book/claims.md): each row's deciding measurement shows at
 most 40 words, a glued number, a formula or a piece of code counting as one word; what else the
-measurement says is behind the cell's toggle, a ``<details>`` named "The full measurement" that
+measurement says is behind the cell's toggle, a `<details>` named "The full measurement" that
 holds the measurement in full (so nothing is lost by the short text, which only repeats its
 numbers). The Chinese catalogue splits each cell the same way: the same numbers before the
 toggle, the same full text behind it. book/_ext/small_screens.py moves the toggle out of the

@@ -9,7 +9,7 @@ from mha_lib.experiments.toy_transformer import ToyTransformer
 
 
 def _torch_layer(block: PostNormBlock) -> nn.TransformerEncoderLayer:
-    """PyTorch's post-norm encoder layer (norm_first=False) carrying ``block``'s weights."""
+    """PyTorch's post-norm encoder layer (norm_first=False) carrying `block`'s weights."""
     attn = block.attn
     d = attn.q_proj.weight.shape[1]
     layer = nn.TransformerEncoderLayer(

@@ -2,7 +2,7 @@
 
 References are independent of the code under test: central finite differences
 of the loss, a zero head mask applied through `MultiHeadAttention`'s own
-``head_mask`` or `mha_lib.bert.head_mask`, scipy's Spearman correlation, and
+`head_mask` or `mha_lib.bert.head_mask`, scipy's Spearman correlation, and
 torch's parameter counts.
 """
 

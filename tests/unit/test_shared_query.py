@@ -1,8 +1,8 @@
-"""One query projection shared by every head (``shared_query=True``) against independent
+"""One query projection shared by every head (`shared_query=True`) against independent
 references.
 
 Two references that share no code with the layer: the heads written out one by one, each
-with its own rows of ``W_k`` and ``W_v`` and the same projected query, with an explicit
+with its own rows of `W_k` and `W_v` and the same projected query, with an explicit
 softmax; and torch's fused kernel given that query copied to every head. Outputs and the
 gradients of inputs and parameters, in float32 and float64, on both of the layer's paths;
 masks, head masks, pruning, the KV cache and the toy model that carries the option.
@@ -124,7 +124,7 @@ def test_the_heads_share_one_query():
 
 
 def test_the_default_path_is_unchanged():
-    """``shared_query=False`` builds the same weights and computes bit for bit what the
+    """`shared_query=False` builds the same weights and computes bit for bit what the
     plain layer and the shortest fused version compute."""
     torch.manual_seed(5)
     plain = MultiHeadAttention(16, 4)

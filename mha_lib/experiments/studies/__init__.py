@@ -2,32 +2,32 @@
 
 A study module holds its whole design in one place: the grid it runs (configurations,
 seeds), what each run records, and the interface every study shares
-(:class:`~mha_lib.experiments.reproduce.Study`): ``NAME`` (its file in ``scripts/results``),
-``PARTS`` (the parts ``--only`` reruns), ``run_one`` (the runner for one item), ``main`` (its
-command line, ``python -m mha_lib.experiments.studies.<name>``), and
-``live_checks(live, committed)``: what a run retrained now must share with the file, within
-tolerances that hold on any CPU (:mod:`mha_lib.experiments.reproduce`). Chapters and
-``tests/results/test_committed_results.py`` import a study to retrain a sample and verify it.
+(`Study`): `NAME` (its file in `scripts/results`),
+`PARTS` (the parts `--only` reruns), `run_one` (the runner for one item), `main` (its
+command line, `python -m mha_lib.experiments.studies.<name>`), and
+`live_checks(live, committed)`: what a run retrained now must share with the file, within
+tolerances that hold on any CPU (`mha_lib.experiments.reproduce`). Chapters and
+`tests/results/test_committed_results.py` import a study to retrain a sample and verify it.
 
 Every module of this package is one study, and this package is the only list of them:
-:func:`names` finds them, :func:`load` imports one, :func:`all_studies` every one.
+`names` finds them, `load` imports one, `all_studies` every one.
 
-- :mod:`~.ch3_coupling`: does removing one head change what the others learn?
-- :mod:`~.ch4_sweep`: the number of heads at a fixed width, several seeds;
-- :mod:`~.ch4_planted`: a match planted in a few of 512 features, one head against many;
-- :mod:`~.ch4_onekey`: where one head's errors fall on one-key recall, against two and four;
-- :mod:`~.ch5_knockout`: does the model need its parsing heads? Each switched off, against its
+- `ch3_coupling`: does removing one head change what the others learn?
+- `ch4_sweep`: the number of heads at a fixed width, several seeds;
+- `ch4_planted`: a match planted in a few of 512 features, one head against many;
+- `ch4_onekey`: where one head's errors fall on one-key recall, against two and four;
+- `ch5_knockout`: does the model need its parsing heads? Each switched off, against its
   peers;
-- :mod:`~.ch6_toy`: which heads of the toy model matter, and what pruning costs;
-- :mod:`~.ch6_pretrained`: the same for the pretrained model, on the word-sense test;
-- :mod:`~.ch7_init`: which too-large initial weights hurt a head, and why, in one layer;
-- :mod:`~.ch7_deep`: where such weights make the gradients explode, and whether that or the
+- `ch6_toy`: which heads of the toy model matter, and what pruning costs;
+- `ch6_pretrained`: the same for the pretrained model, on the word-sense test;
+- `ch7_init`: which too-large initial weights hurt a head, and why, in one layer;
+- `ch7_deep`: where such weights make the gradients explode, and whether that or the
   saturated softmax leaves the heads dead;
-- :mod:`~.ch9_sharing`: heads that share their keys and values, or their query;
-- :mod:`~.ch9_sinks`: what MiniLM's sink heads take from ``[CLS]``/``[SEP]``, and when a causal
+- `ch9_sharing`: heads that share their keys and values, or their query;
+- `ch9_sinks`: what MiniLM's sink heads take from `[CLS]`/`[SEP]`, and when a causal
   toy grows a sink (a positive control beside it).
-- :mod:`~.replicate`: the real-model verdicts on MiniLM and on a random model of BERT-base's
-  shape, the negative control (:mod:`mha_lib.replicate` runs them on any BERT-family model).
+- `replicate`: the real-model verdicts on MiniLM and on a random model of BERT-base's
+  shape, the negative control (`mha_lib.replicate` runs them on any BERT-family model).
 """
 
 import importlib
@@ -43,12 +43,12 @@ def names() -> tuple[str, ...]:
 
 
 def load(name: str) -> Study:
-    """The study ``name`` (a module of this package), imported."""
+    """The study `name` (a module of this package), imported."""
     if name not in names():
         raise ValueError(f"no study {name!r}; the studies are {list(names())}")
     return cast(Study, importlib.import_module(f"{__name__}.{name}"))
 
 
 def all_studies() -> dict[str, Study]:
-    """Every study by its module name, in :func:`names`' order."""
+    """Every study by its module name, in `names`' order."""
     return {name: load(name) for name in names()}

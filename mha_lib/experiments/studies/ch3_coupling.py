@@ -1,29 +1,29 @@
 """Chapter 3's coupling experiment: does removing one head change what the others learn?
 
-For every seed of :data:`SEEDS` the study trains chapter 4's one-layer toy transformer
-(:data:`CONFIG`: associative recall, four heads) three ways from the same initial weights and
+For every seed of `SEEDS` the study trains chapter 4's one-layer toy transformer
+(`CONFIG`: associative recall, four heads) three ways from the same initial weights and
 the same batches: the full model; the full model again with every initial weight multiplied
-by ``1 + 1e-6`` (how far two runs that differ only in rounding drift apart: the floor of the
+by `1 + 1e-6` (how far two runs that differ only in rounding drift apart: the floor of the
 comparison); and, for each head in turn, the model with that head removed before the first
-step (:func:`mha_lib.experiments.coupling.train_without`). For each run it records the
+step (`mha_lib.experiments.coupling.train_without`). For each run it records the
 held-out accuracy, every head's attention rows at the query positions on a fixed probe batch
 (summarised as distances to the full model) and the weight each head puts on each named key.
 It also trains a two-layer model per seed and records how silencing each first-layer head
 moves the maps of the other heads of its layer and of the next layer.
 
-At :data:`CONFIG`'s 400 steps the models are still learning (75-92 % held out), so part of
+At `CONFIG`'s 400 steps the models are still learning (75-92 % held out), so part of
 what removing a head changes could be the speed of learning, not what is learned. The
-``converged`` part (:func:`run_converged`) repeats the full, nudged and head-removed runs with
-:data:`CONVERGED`, three times as many steps, on :data:`CONVERGED_SEEDS`, after which every
+`converged` part (`run_converged`) repeats the full, nudged and head-removed runs with
+`CONVERGED`, three times as many steps, on `CONVERGED_SEEDS`, after which every
 run sits near its ceiling: the same comparison at matched accuracy. Run from the repository
 root (a few minutes per part on 2 quiet cores)::
 
     .venv/bin/python -m mha_lib.experiments.studies.ch3_coupling [--only short|converged]
 
-It writes ``scripts/results/ch3_coupling.json`` with its provenance. :func:`live_checks`
-compares a retrained seed (:func:`live_run`) with the file, for the chapter and
-``tests/results/test_committed_results.py``; :func:`converged_checks` retrains the first
-:data:`PREFIX_STEPS` steps of two converged runs with their whole schedule.
+It writes `scripts/results/ch3_coupling.json` with its provenance. `live_checks`
+compares a retrained seed (`live_run`) with the file, for the chapter and
+`tests/results/test_committed_results.py`; `converged_checks` retrains the first
+`PREFIX_STEPS` steps of two converged runs with their whole schedule.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def probe() -> torch.Tensor:
 
 
 def _nudged(config: Config, seed: int) -> tuple[torch.nn.Module, object]:
-    """The full model with every initial weight times ``1 + NUDGE``: a rounding-size change."""
+    """The full model with every initial weight times `1 + NUDGE`: a rounding-size change."""
     from mha_lib.experiments.training import build_model, train
 
     task = make_task(config.task, **config.task_args)
@@ -106,8 +106,8 @@ def _head_runs(
     config: Config, seed: int, *, curves: bool
 ) -> tuple[dict[str, object], torch.Tensor, object, torch.Tensor]:
     """What both parts train from one seed: the full model, the nudged one and the model
-    without each head of layer 0 (with ``curves``, each run's learning curve). Returns the
-    record, the full model's query maps ``(L, H, B, Q, T)``, the task and the probe batch."""
+    without each head of layer 0 (with `curves`, each run's learning curve). Returns the
+    record, the full model's query maps `(L, H, B, Q, T)`, the task and the probe batch."""
     task = make_task(config.task, **config.task_args)
     inputs = probe()
     curve = _curve if curves else (lambda result: {})
@@ -146,7 +146,7 @@ def _head_runs(
 
 def run_one(seed: int) -> tuple[dict[str, object], torch.Tensor]:
     """One seed: full, nudged and head-removed runs, and the two-layer ablation; also the
-    full model's query maps ``(L, H, B, Q, T)`` for the seed-to-seed baseline."""
+    full model's query maps `(L, H, B, Q, T)` for the seed-to-seed baseline."""
     with threads(1):
         record, full_maps, task, inputs = _head_runs(CONFIG, seed, curves=False)
         record["maps"] = full_maps[0].mean((1, 2)).tolist()  # (H, T): a summary for checks
@@ -163,7 +163,7 @@ def run_one(seed: int) -> tuple[dict[str, object], torch.Tensor]:
 
 
 def run_converged(seed: int) -> tuple[dict[str, object], torch.Tensor]:
-    """One seed trained to convergence (:data:`CONVERGED`): full, nudged and every head
+    """One seed trained to convergence (`CONVERGED`): full, nudged and every head
     removed, each with its learning curve; also the full model's query maps."""
     with threads(1):
         record, full_maps, _, _ = _head_runs(CONVERGED, seed, curves=True)
@@ -171,7 +171,7 @@ def run_converged(seed: int) -> tuple[dict[str, object], torch.Tensor]:
 
 
 def converged_checks(data: dict, seed: int = 0) -> list[Check]:
-    """The first :data:`PREFIX_STEPS` steps of the converged runs of ``seed`` (whole model,
+    """The first `PREFIX_STEPS` steps of the converged runs of `seed` (whole model,
     and without head 0) retrained now with their whole schedule, against the file's curves:
     cheap enough for the page."""
     record = next(r for r in data["converged"] if r["seed"] == seed)
@@ -196,7 +196,7 @@ def converged_checks(data: dict, seed: int = 0) -> list[Check]:
 
 
 def steps_to(steps: list[int], accuracy: list[float], level: float) -> int | None:
-    """The first evaluated step at which ``accuracy`` reaches ``level`` (None: never)."""
+    """The first evaluated step at which `accuracy` reaches `level` (None: never)."""
     return next((s for s, a in zip(steps, accuracy, strict=True) if a >= level), None)
 
 
@@ -220,7 +220,7 @@ def seed_baseline(maps: dict[int, torch.Tensor]) -> list[dict[str, object]]:
 
 
 def _compare(runs: list, baseline: list) -> dict[str, object]:
-    """Distances, accuracies and takeovers of one part's runs (see :func:`summarise`)."""
+    """Distances, accuracies and takeovers of one part's runs (see `summarise`)."""
 
     def surviving(distance: list) -> list[float]:  # a removed head's entry is null
         return [d for d in distance if d is not None]
@@ -253,7 +253,7 @@ def _compare(runs: list, baseline: list) -> dict[str, object]:
 def summarise(data: dict) -> dict[str, object]:
     """What the chapter reads from the file: the distances of each comparison (one value per
     pair of runs), accuracies, and where a removed head's keys went
-    (:func:`~mha_lib.experiments.coupling.takeover`, for every removed head that was some
+    (`takeover`, for every removed head that was some
     key's best reader)."""
     runs = data["runs"]
     return {
@@ -264,9 +264,9 @@ def summarise(data: dict) -> dict[str, object]:
 
 
 def summarise_converged(data: dict, level: float = 0.95) -> dict[str, object]:
-    """:func:`summarise`'s comparisons for the runs trained to convergence, and the step at
-    which each run first reached ``level`` held out (``steps_full`` per seed,
-    ``steps_removed`` per seed and removed head; NaN: never)."""
+    """`summarise`'s comparisons for the runs trained to convergence, and the step at
+    which each run first reached `level` held out (`steps_full` per seed,
+    `steps_removed` per seed and removed head; NaN: never)."""
     runs = data["converged"]
 
     def reached(record: dict) -> float:
@@ -299,7 +299,7 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 
 
 def live_run(seed: int = 0) -> dict[str, object]:
-    """What :func:`live_checks` needs, and no more: the full run and head 0 removed."""
+    """What `live_checks` needs, and no more: the full run and head 0 removed."""
     task = make_task(CONFIG.task, **CONFIG.task_args)
     inputs = probe()
     with threads(1):

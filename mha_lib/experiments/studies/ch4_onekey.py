@@ -1,18 +1,18 @@
 """Chapter 4's one-key puzzle: why one head ends below several heads on one-key recall.
 
-The sweep (:mod:`.ch4_sweep`, part ``recall``) trains one-key associative recall at d_model 32:
+The sweep (`.ch4_sweep`, part `recall`) trains one-key associative recall at d_model 32:
 one head ends a few points short of 100 %, four heads reach it. This study trains the same
-configuration (:data:`RECALL`) for h = 1, 2 and 4 over :data:`SEEDS` (the sweep's three and
+configuration (`RECALL`) for h = 1, 2 and 4 over `SEEDS` (the sweep's three and
 two more; the shared runs are the sweep's, bit for bit) and asks where one head's errors fall.
-On :data:`ANALYSIS_SIZE` fresh sequences it records, per run, the error rate of every
+On `ANALYSIS_SIZE` fresh sequences it records, per run, the error rate of every
 (key, value) context token a query can ask for, the tokens that are dead
-(:data:`~mha_lib.analysis.recall_errors.DEAD_ERROR`), the share of errors on them beside the
+(`DEAD_ERROR`), the share of errors on them beside the
 share of answers that need them, the weight the heads put on the right pair when the answer is
 right and when it is wrong, and how far each token's embedding moved from its initial value.
-Part ``checkpoints`` repeats the analysis on the start of the h = 1 and h = 4 runs
-(:data:`CHECKPOINTS`, the full run's schedule, bit for bit its first steps): when tokens die.
-Part ``long`` trains h = 1 for :data:`LONG_STEPS` steps (four times as long, its own cosine
-schedule) on :data:`LONG_SEEDS`: do dead tokens revive with more training?
+Part `checkpoints` repeats the analysis on the start of the h = 1 and h = 4 runs
+(`CHECKPOINTS`, the full run's schedule, bit for bit its first steps): when tokens die.
+Part `long` trains h = 1 for `LONG_STEPS` steps (four times as long, its own cosine
+schedule) on `LONG_SEEDS`: do dead tokens revive with more training?
 
 Regenerate with::
 
@@ -20,21 +20,21 @@ Regenerate with::
 
 (about 15 minutes on 2 free cores, far longer on busy ones; every part records its
 provenance). The chapter
-retrains the first :data:`LIVE_STEPS` steps of h = 1, seed 0 and checks them against the
-``checkpoints`` record of that step within :data:`TOLERANCE` (:func:`live_checks`).
+retrains the first `LIVE_STEPS` steps of h = 1, seed 0 and checks them against the
+`checkpoints` record of that step within `TOLERANCE` (`live_checks`).
 
-The tests, fixed before the runs (:func:`verdicts`):
+The tests, fixed before the runs (`verdicts`):
 
 * **Errors concentrate on few tokens.** Per seed of h = 1, the share of errors on dead tokens
   minus the share of answers that need them (what errors spread evenly would give); a
-  one-sample test against 0 with margin :data:`MARGIN_SHARE`.
+  one-sample test against 0 with margin `MARGIN_SHARE`.
 * **More maps strand fewer tokens.** Dead-token counts paired by seed, h = 1 against 2,
-  2 against 4 and 1 against 4, margin :data:`MARGIN_TOKENS`, Holm-corrected over the three.
+  2 against 4 and 1 against 4, margin `MARGIN_TOKENS`, Holm-corrected over the three.
 * **A wrong answer is a missed look-up.** For h = 1, per seed, the mean weight on the right
-  pair when right minus when wrong, margin :data:`MARGIN_WEIGHT`.
-* **Slowness.** h = 1 after :data:`LONG_STEPS` steps against its :data:`RECALL` run, dead
-  tokens paired by seed (margin :data:`MARGIN_TOKENS`) and accuracy (margin
-  :data:`MARGIN_POINTS`).
+  pair when right minus when wrong, margin `MARGIN_WEIGHT`.
+* **Slowness.** h = 1 after `LONG_STEPS` steps against its `RECALL` run, dead
+  tokens paired by seed (margin `MARGIN_TOKENS`) and accuracy (margin
+  `MARGIN_POINTS`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ NAME = "ch4_onekey.json"
 PARTS = ("runs", "checkpoints", "long")
 HEADS = (1, 2, 4)
 SEEDS = (0, 1, 2, 3, 4)
-CHECKPOINTS = (100, 200, 400, 1000)  # steps of the 2000-step runs; the end is in ``runs``
+CHECKPOINTS = (100, 200, 400, 1000)  # steps of the 2000-step runs; the end is in `runs`
 CHECKPOINT_HEADS = (1, 4)
 LONG_STEPS = 4 * RECALL.steps
 LONG_SEEDS = (0, 1, 2)  # the sweep's seeds: the long arm costs as much as all the other runs
@@ -84,7 +84,7 @@ MARGIN_POINTS = 1.0
 
 
 def onekey(num_heads: int, steps: int | None = None) -> Config:
-    """The sweep's one-key configuration with ``num_heads`` heads (and ``steps`` if given)."""
+    """The sweep's one-key configuration with `num_heads` heads (and `steps` if given)."""
     config = with_heads(RECALL, num_heads)
     if steps is None:
         return config
@@ -93,7 +93,7 @@ def onekey(num_heads: int, steps: int | None = None) -> Config:
 
 @torch.no_grad()
 def analyse(model: torch.nn.Module, config: Config, seed: int) -> dict[str, object]:
-    """Where ``model``'s answers on :data:`ANALYSIS_SIZE` fresh sequences go wrong.
+    """Where `model`'s answers on `ANALYSIS_SIZE` fresh sequences go wrong.
 
     Per (key, value) context token: answers that need it and wrong ones; the dead tokens and
     the shares of errors and answers on them; the weight on the right pair (the largest over
@@ -135,7 +135,7 @@ def analyse(model: torch.nn.Module, config: Config, seed: int) -> dict[str, obje
 
 
 def run_one(config: Config, seed: int, stop_after: int | None = None) -> dict[str, object]:
-    """Train ``config`` from ``seed`` (its first ``stop_after`` steps, the full schedule) on
+    """Train `config` from `seed` (its first `stop_after` steps, the full schedule) on
     one thread and analyse it: the JSON record."""
     with threads(1):
         model, result = run_experiment(config, seed, progress=False, stop_after=stop_after)
@@ -175,8 +175,8 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 
 
 def records(data: dict, part: str, num_heads: int, step: int | None = None) -> list[dict]:
-    """The records of ``part`` with ``num_heads`` heads (at ``step`` for checkpoints), one per
-    seed of the part (:data:`LONG_SEEDS` for ``long``, else :data:`SEEDS`), in seed order
+    """The records of `part` with `num_heads` heads (at `step` for checkpoints), one per
+    seed of the part (`LONG_SEEDS` for `long`, else `SEEDS`), in seed order
     (ValueError if one is missing)."""
     seeds = LONG_SEEDS if part == "long" else SEEDS
     found = {
@@ -192,7 +192,7 @@ def records(data: dict, part: str, num_heads: int, step: int | None = None) -> l
 def per_seed(
     data: dict, part: str, num_heads: int, key: str, step: int | None = None
 ) -> np.ndarray:
-    """One number per seed: ``key`` of each record (``"dead"`` gives the dead-token count)."""
+    """One number per seed: `key` of each record (`"dead"` gives the dead-token count)."""
     rows = records(data, part, num_heads, step)
     if key == "dead":
         return np.array([len(r["dead"]) for r in rows], dtype=float)
@@ -200,12 +200,12 @@ def per_seed(
 
 
 def verdicts(data: dict) -> dict[str, object]:
-    """The tests fixed in the module's docstring, as :class:`Difference` objects.
+    """The tests fixed in the module's docstring, as `Difference` objects.
 
-    ``concentration``: h = 1, share of errors on dead tokens minus share of answers on them.
-    ``maps``: dead counts paired by seed, keys ``(a, b)`` for a − b heads' counts, with
-    ``maps_holm`` their Holm-adjusted p-values. ``weight``: right minus wrong, h = 1.
-    ``long_dead``, ``long_points``: h = 1 at :data:`LONG_STEPS` minus at :data:`RECALL`'s
+    `concentration`: h = 1, share of errors on dead tokens minus share of answers on them.
+    `maps`: dead counts paired by seed, keys `(a, b)` for a − b heads' counts, with
+    `maps_holm` their Holm-adjusted p-values. `weight`: right minus wrong, h = 1.
+    `long_dead`, `long_points`: h = 1 at `LONG_STEPS` minus at `RECALL`'s
     steps (tokens, accuracy points)."""
     share = per_seed(data, "runs", 1, "dead_error_share") - per_seed(
         data, "runs", 1, "dead_answer_share"

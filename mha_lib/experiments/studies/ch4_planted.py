@@ -1,7 +1,7 @@
 """Chapter 4's planted match at d_model = 512: one 512-wide head against 8 or 32 narrow heads.
 
-A query copies ``k`` of its 512 coordinates from one of 32 keys (the right key); the rest is
-noise (:mod:`mha_lib.experiments.planted_match`). Heads learn ``W_q`` and ``W_k`` at equal
+A query copies `k` of its 512 coordinates from one of 32 keys (the right key); the rest is
+noise (`mha_lib.experiments.planted_match`). Heads learn `W_q` and `W_k` at equal
 parameters so that each puts its weight on the right key. Too long for a notebook (27 runs
 of 500 steps on 512 × 512 projections), so it runs here and writes a small JSON the chapter
 reads. Regenerate with::
@@ -10,8 +10,8 @@ reads. Regenerate with::
 
 (about 20 minutes on 2 busy cores; every part records its provenance). Every run is seeded
 and uses one thread, so the numbers are bit-identical on the same CPU and torch build. The
-chapter (the ``live`` entry) and ``tests/results/test_committed_results.py`` (the ``check`` entry)
-retrain short runs through :func:`run_one` and compare within :data:`TOLERANCE`.
+chapter (the `live` entry) and `tests/results/test_committed_results.py` (the `check` entry)
+retrain short runs through `run_one` and compare within `TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ MARGIN_WEIGHT = 0.05
 
 
 def train_one(config: dict[str, int]) -> tuple[PlantedHeads, dict[str, object]]:
-    """Train one configuration (keyword arguments of :func:`fit_planted`): model and record."""
+    """Train one configuration (keyword arguments of `fit_planted`): model and record."""
     args = dict(config)
     with threads(1):
         model, result = fit_planted(
@@ -66,7 +66,7 @@ def train_one(config: dict[str, int]) -> tuple[PlantedHeads, dict[str, object]]:
 
 
 def run_one(config: dict[str, int]) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the study stores)."""
+    """The JSON record of `train_one` (what the study stores)."""
     return train_one(config)[1]
 
 
@@ -88,7 +88,7 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 
 def weights(data: dict, signal_dims: int, num_heads: int, step: int | None = None) -> np.ndarray:
     """Per seed (in seed order), the held-out weight on the right key, averaged over heads:
-    at the end of training, or at evaluation ``step`` of the curve."""
+    at the end of training, or at evaluation `step` of the curve."""
     runs = sorted(
         (r for r in data["trained"]
          if (r["config"]["signal_dims"], r["config"]["num_heads"]) == (signal_dims, num_heads)),
@@ -104,9 +104,9 @@ def weights(data: dict, signal_dims: int, num_heads: int, step: int | None = Non
 def compare_heads(
     data: dict, signal_dims: int, heads: tuple[int, int], step: int | None = None
 ) -> Difference:
-    """Weight on the right key with ``heads[0]`` heads minus ``heads[1]``, paired by seed (a
+    """Weight on the right key with `heads[0]` heads minus `heads[1]`, paired by seed (a
     seed fixes the training and held-out data for every head count), margin
-    :data:`MARGIN_WEIGHT`."""
+    `MARGIN_WEIGHT`."""
     a, b = (weights(data, signal_dims, h, step) for h in heads)
     return compare(a, b, margin=MARGIN_WEIGHT, paired=True)
 

@@ -8,14 +8,14 @@ writes a small JSON the chapter reads. Regenerate with::
 (about 45 minutes on 2 busy cores; the file is rewritten after every run, and each
 part records its provenance: commit, torch, CPU capability, threads). Every run is
 seeded and uses one thread, so the numbers are bit-identical on the same CPU and
-torch build; on another CPU the last bits differ. The chapter (the ``live``
-entries) and ``tests/results/test_committed_results.py`` (the ``check`` entry) retrain short runs
-through :func:`run_one` and compare within :data:`TOLERANCE`.
+torch build; on another CPU the last bits differ. The chapter (the `live`
+entries) and `tests/results/test_committed_results.py` (the `check` entry) retrain short runs
+through `run_one` and compare within `TOLERANCE`.
 
-The ``lr`` part asks whether one head is slower rather than weaker: pair recall with one head
-and with four, each at the learning rates :data:`LR_GRID` besides the sweep's own (the
-``pair`` runs of the same seeds), for the sweep's full schedule. Rerun it alone with
-``--only lr`` (about 20 minutes on 2 cores).
+The `lr` part asks whether one head is slower rather than weaker: pair recall with one head
+and with four, each at the learning rates `LR_GRID` besides the sweep's own (the
+`pair` runs of the same seeds), for the sweep's full schedule. Rerun it alone with
+`--only lr` (about 20 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ CHECK = Config(task="pair_recall", task_args=PAIR_TASK, d_model=32, steps=20, ev
 # AVX2, none) the largest difference was below 1e-6, the file's six decimals included; a
 # real change of the code or the data moves these numbers by far more than 1e-3.
 TOLERANCE = 1e-3
-# The learning rates tried besides PAIR.lr, per head count, on LR_SEEDS (the ``lr`` part). The
+# The learning rates tried besides PAIR.lr, per head count, on LR_SEEDS (the `lr` part). The
 # four-head runs are at their ceiling at PAIR.lr; one more rate says whether they get there
 # sooner.
 LR_GRID = {1: (1e-3, 1e-2, 3e-2), 4: (1e-2,)}
@@ -76,7 +76,7 @@ PREFIX_SAMPLE = ((1, 0), (8, 0))
 
 
 def with_heads(config: Config, num_heads: int) -> Config:
-    """``config`` with another head count (everything else, d_model included, unchanged)."""
+    """`config` with another head count (everything else, d_model included, unchanged)."""
     return Config(**{**config.to_dict(), "num_heads": num_heads})
 
 
@@ -102,12 +102,12 @@ def train_one(config: Config, seed: int) -> tuple[torch.nn.Module, dict[str, obj
 
 
 def run_one(config: Config, seed: int) -> dict[str, object]:
-    """The JSON record of :func:`train_one` (what the study stores)."""
+    """The JSON record of `train_one` (what the study stores)."""
     return train_one(config, seed)[1]
 
 
 def live_checks(live: dict, committed: dict) -> list[Check]:
-    """A retrained record (``live``) against the committed one: curves and head statistics."""
+    """A retrained record (`live`) against the committed one: curves and head statistics."""
     if (live["config"], live["seed"]) != (committed["config"], committed["seed"]):
         raise ValueError("live and committed are not the same configuration and seed")
     name = f"{live['config']['task']}, h = {live['config']['num_heads']}, seed {live['seed']}"
@@ -139,8 +139,8 @@ def prefix_checks(
     *,
     lr: float | None = None,
 ) -> list[Check]:
-    """The first :data:`PREFIX_STEPS` steps of committed runs of ``part`` (``(h, seed)`` in
-    ``sample``; with ``lr``, the run at that learning rate) retrained now, with the full run's
+    """The first `PREFIX_STEPS` steps of committed runs of `part` (`(h, seed)` in
+    `sample`; with `lr`, the run at that learning rate) retrained now, with the full run's
     schedule: every evaluation up to there, loss and accuracy, against the file. Cheap enough
     for every page that shows the sweep."""
     checks = []
@@ -177,8 +177,8 @@ def prefix_checks(
 
 
 def lr_curves(data: dict) -> dict[tuple[int, float], np.ndarray]:
-    """Held-out accuracy curves ``(seeds, evaluations)`` of the learning-rate grid by
-    ``(h, lr)``, seeds in order: the ``lr`` part, and the ``pair`` runs of the same head
+    """Held-out accuracy curves `(seeds, evaluations)` of the learning-rate grid by
+    `(h, lr)`, seeds in order: the `lr` part, and the `pair` runs of the same head
     counts and seeds at the sweep's own rate."""
     grouped: dict[tuple[int, float], list] = {}
     for record in data["pair"] + data["lr"]:
@@ -190,7 +190,7 @@ def lr_curves(data: dict) -> dict[tuple[int, float], np.ndarray]:
 
 
 def plateau_step(curve: Sequence[float], steps: Sequence[int], within: float) -> int:
-    """The first evaluated step from which ``curve`` stays within ``within`` of its last
+    """The first evaluated step from which `curve` stays within `within` of its last
     value: where the run settled."""
     if len(curve) != len(steps) or not len(curve):
         raise ValueError("curve and steps must be equally long and not empty")
@@ -200,8 +200,8 @@ def plateau_step(curve: Sequence[float], steps: Sequence[int], within: float) ->
 
 
 def steps_to_level(curve: Sequence[float], steps: Sequence[int], level: float) -> float:
-    """The training step at which ``curve`` first reaches ``level``, read between evaluations
-    by a straight line (``inf`` if it never does): how fast a run gets there, finer than the
+    """The training step at which `curve` first reaches `level`, read between evaluations
+    by a straight line (`inf` if it never does): how fast a run gets there, finer than the
     evaluation interval."""
     if len(curve) != len(steps) or not len(curve):
         raise ValueError("curve and steps must be equally long and not empty")

@@ -2,27 +2,27 @@
 
 For the direct-object and the subject relation, the heads that point a dependent at its verb
 most often are chosen on part 3's selection half of the long sentences
-(:func:`mha_lib.analysis.knockout.ranked_heads`: by weight, as part 3 chose them); the best one,
+(`mha_lib.analysis.knockout.ranked_heads`: by weight, as part 3 chose them); the best one,
 then the best three, are switched off: zeroed, and the single heads also mean-ablated
-(:data:`ABLATIONS`: each head's output replaced by its average over the selection half's
+(`ABLATIONS`: each head's output replaced by its average over the selection half's
 tokens). Two read-outs:
 the role of every subject, direct object and object of a preposition in the other half, read
-from each layer's hidden states by a probe kept from the intact model (``frozen``) and by one
-refitted on the damaged model (``refit``), with paired intervals for every role and the
+from each layer's hidden states by a probe kept from the intact model (`frozen`) and by one
+refitted on the damaged model (`refit`), with paired intervals for every role and the
 *specificity* (the direct objects' change minus the subjects'); and the model's output, its
 sentence embedding: how far apart "the dog chased the cat" and its role swap are
-(:func:`mha_lib.analysis.knockout.swap_distances`, :data:`N_ITEMS` pairs). The controls: every
-head switched off alone (``single``, both ways: the heads of the layers under the read layer
-are the ones that could have changed it), and for three heads (zeroed) :data:`DRAWS` sets of
-other heads of the same layers (``matched``) and of any layer under the read layer
-(``random``), read by the probes only.
+(`mha_lib.analysis.knockout.swap_distances`, `N_ITEMS` pairs). The controls: every
+head switched off alone (`single`, both ways: the heads of the layers under the read layer
+are the ones that could have changed it), and for three heads (zeroed) `DRAWS` sets of
+other heads of the same layers (`matched`) and of any layer under the read layer
+(`random`), read by the probes only.
 
 Run from the repository root (about fifteen minutes on 2 idle cores, an hour on a shared
 machine)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch5_knockout
 
-writes ``scripts/results/ch5_knockout.json`` with its provenance; :func:`live_checks`
+writes `scripts/results/ch5_knockout.json` with its provenance; `live_checks`
 recomputes the intact model and the best direct-object head, zeroed and mean-ablated, for the
 chapter and the tests.
 """
@@ -127,8 +127,8 @@ def knockout_states(
     heads: Sequence[tuple[int, int]],
     means: torch.Tensor | None = None,
 ) -> list[torch.Tensor]:
-    """Every layer's state of every word, with ``heads`` switched off inside each layer,
-    before the output projection: their outputs times 0, or with ``means`` (L, H, D_head)
+    """Every layer's state of every word, with `heads` switched off inside each layer,
+    before the output projection: their outputs times 0, or with `means` (L, H, D_head)
     each replaced by its mean output. Nothing else changes."""
     with knockout.ablated(model, heads, means):
         return layer_probes.word_states(model, tokenizer, word_lists)
@@ -163,8 +163,8 @@ def setup(
 def read(
     s: Setup, heads: Sequence[tuple[int, int]], ablation: str = "zero"
 ) -> dict[str, torch.Tensor]:
-    """The role probes' hits (frozen and refitted) with ``heads`` switched off
-    (``ablation``: ``"zero"`` or ``"mean"``)."""
+    """The role probes' hits (frozen and refitted) with `heads` switched off
+    (`ablation`: `"zero"` or `"mean"`)."""
     states = knockout_states(s.model, s.tokenizer, s.words, heads, _means(s, ablation))
     return knockout.read_roles(
         knockout.gather(states, s.train_words), s.train_y,
@@ -175,9 +175,9 @@ def read(
 def output(
     s: Setup, heads: Sequence[tuple[int, int]], ablation: str = "zero"
 ) -> dict[str, torch.Tensor]:
-    """The output test with ``heads`` switched off: per role-swap pair, the distance of a
-    sentence's embedding from its role swap's (``"swap"``) and from its other-object
-    version's (``"sub"``)."""
+    """The output test with `heads` switched off: per role-swap pair, the distance of a
+    sentence's embedding from its role swap's (`"swap"`) and from its other-object
+    version's (`"sub"`)."""
     with knockout.ablated(s.model, heads, _means(s, ablation)):
         return knockout.swap_distances(s.model, s.tokenizer, s.items)
 
@@ -194,18 +194,18 @@ def summary(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, dict[str, list
 
 
 def out_summary(distances: dict[str, torch.Tensor]) -> dict[str, float]:
-    """The output test's mean distances (``"swap"``, ``"sub"``)."""
+    """The output test's mean distances (`"swap"`, `"sub"`)."""
     return {k: float(v.mean()) for k, v in distances.items()}
 
 
 def _interval(values: torch.Tensor, groups: Sequence[int] | None) -> list[float]:
-    """``[mean, low95, high95, low90, high90]``: the mean and its bootstrap intervals."""
+    """`[mean, low95, high95, low90, high90]`: the mean and its bootstrap intervals."""
     return [float(values.mean()), *bootstrap_ci(values, groups),
             *bootstrap_ci(values, groups, level=0.90)]  # fmt: skip
 
 
 def paired_drop(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, dict[str, list]]:
-    """Per read-out, role and layer, ``[change, low95, high95, low90, high90]`` of the accuracy
+    """Per read-out, role and layer, `[change, low95, high95, low90, high90]` of the accuracy
     on the role's words against the intact model: the same words, resampled by sentence."""
     out: dict[str, dict[str, list]] = {}
     for name, h in hits.items():
@@ -219,7 +219,7 @@ def paired_drop(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, dict[str, 
 
 
 def specificity(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, list]:
-    """Per read-out and layer, ``[difference, low95, high95, low90, high90]``: the direct
+    """Per read-out and layer, `[difference, low95, high95, low90, high90]`: the direct
     objects' change minus the subjects', resampled by sentence (both roles' words of a sentence
     together). Negative: the objects lost more."""
     groups = [i for i, _ in s.test_words]
@@ -236,9 +236,9 @@ def specificity(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, list]:
 
 def output_change(s: Setup, distances: dict[str, torch.Tensor]) -> dict[str, list[float]]:
     """The output test's change against the intact model, in % of the intact mean distance,
-    each ``[change, low95, high95, low90, high90]`` over the pairs: ``"swap"`` (negative: the
-    embedding tells a sentence from its role swap less well), ``"sub"`` (the same for another
-    object) and ``"specific"`` (swap's change minus sub's, pair by pair)."""
+    each `[change, low95, high95, low90, high90]` over the pairs: `"swap"` (negative: the
+    embedding tells a sentence from its role swap less well), `"sub"` (the same for another
+    object) and `"specific"` (swap's change minus sub's, pair by pair)."""
     pct = {k: 100 * (distances[k] - s.intact_out[k]) / s.intact_out[k].mean()
            for k in ("swap", "sub")}  # fmt: skip
     pct["specific"] = pct["swap"] - pct["sub"]
@@ -246,12 +246,12 @@ def output_change(s: Setup, distances: dict[str, torch.Tensor]) -> dict[str, lis
 
 
 def chosen_heads(s: Setup, relation: str, k: int) -> list[tuple[int, int]]:
-    """The ``k`` best heads for ``relation`` on the selection half (by weight)."""
+    """The `k` best heads for `relation` on the selection half (by weight)."""
     return knockout.ranked_heads(*s.arcs, relation, s.pick)[:k]
 
 
 def arm(committed: dict, relation: str, k: int, ablation: str = "zero") -> dict:
-    """The committed run that switched off ``relation``'s ``k`` best heads (``ablation``)."""
+    """The committed run that switched off `relation`'s `k` best heads (`ablation`)."""
     return next(c for c in committed["chosen"] if c["relation"] == relation and c["k"] == k
                 and c["ablation"] == ablation)  # fmt: skip
 
@@ -259,10 +259,10 @@ def arm(committed: dict, relation: str, k: int, ablation: str = "zero") -> dict:
 def controls(
     committed: dict, relation: str, k: int, kind: str = "matched", ablation: str = "zero"
 ) -> list[dict]:
-    """The control runs of the arm that switched off ``relation``'s ``k`` best heads, switched
-    off the same way: for one head, the other heads of its layer (``"matched"``) or every
+    """The control runs of the arm that switched off `relation`'s `k` best heads, switched
+    off the same way: for one head, the other heads of its layer (`"matched"`) or every
     other head that can reach the layer above it, i.e. of its layer and the layers under it
-    (``"random"``), from the ``single`` part; for more, the drawn sets of that kind."""
+    (`"random"`), from the `single` part; for more, the drawn sets of that kind."""
     if kind not in ("matched", "random"):
         raise ValueError(f"kind must be 'matched' or 'random', got {kind!r}")
     chosen = arm(committed, relation, k, ablation)
@@ -277,14 +277,14 @@ def controls(
 
 
 def change(committed: dict, result: dict, readout: str, role: str, layer: int) -> float:
-    """Points of ``role``'s accuracy that a run's ``result`` gained over the intact model."""
+    """Points of `role`'s accuracy that a run's `result` gained over the intact model."""
     return 100 * (result[readout][role][layer] - committed["intact"][readout][role][layer])
 
 
 def _versus(own: float, values: list[float]) -> dict:
     """How an arm's change stands among its controls' (drops are negative): their median,
-    largest drop (``worst``), how many drop as much (``as_large`` of ``n``) and the empirical
-    p-value ``(as_large + 1) / (n + 1)``, the arm's rank among them read as a test."""
+    largest drop (`worst`), how many drop as much (`as_large` of `n`) and the empirical
+    p-value `(as_large + 1) / (n + 1)`, the arm's rank among them read as a test."""
     as_large = sum(v <= own for v in values)
     return {"median": float(np.median(values)), "worst": min(values), "as_large": as_large,
             "n": len(values), "p": (as_large + 1) / (len(values) + 1)}  # fmt: skip
@@ -292,9 +292,9 @@ def _versus(own: float, values: list[float]) -> dict:
 
 def _decided(own: float, low: float, high: float, low90: float, high90: float,
              margin: float) -> dict:
-    """A change with its intervals (95 %: ``low``, ``high``; 90 %), its ``outcome`` against
-    ``margin`` (:func:`mha_lib.analysis.differences.from_intervals`) and the smallest change
-    the 95 % interval could have detected (``detectable``, for an outcome of "not detected")."""
+    """A change with its intervals (95 %: `low`, `high`; 90 %), its `outcome` against
+    `margin` (`mha_lib.analysis.differences.from_intervals`) and the smallest change
+    the 95 % interval could have detected (`detectable`, for an outcome of "not detected")."""
     return {"own": own, "low": low, "high": high, "low90": low90, "high90": high90,
             "outcome": differences.from_intervals((low90, high90), (low, high), margin=margin),
             "detectable": differences.interval_detectable((low, high))}  # fmt: skip
@@ -309,10 +309,10 @@ def compare(
     ablation: str = "zero",
     role: str | None = None,
 ) -> dict:
-    """An arm against its controls at one layer, in points of ``role``'s accuracy (default:
-    the arm's relation): its change (``own``) with the paired intervals (``low``, ``high``:
-    95 %; ``low90``, ``high90``), its outcome (:func:`_decided`), and per kind of control
-    :func:`_versus`."""
+    """An arm against its controls at one layer, in points of `role`'s accuracy (default:
+    the arm's relation): its change (`own`) with the paired intervals (`low`, `high`:
+    95 %; `low90`, `high90`), its outcome (`_decided`), and per kind of control
+    `_versus`."""
     role = relation if role is None else role
     chosen = arm(committed, relation, k, ablation)
     own = change(committed, chosen["result"], readout, role, layer)
@@ -328,12 +328,12 @@ def compare(
 def compare_output(
     committed: dict, relation: str, ablation: str = "zero", measure: str = "swap"
 ) -> dict:
-    """The best ``relation`` head's change of the output test (``measure``: ``"swap"``,
-    ``"sub"``) in % of the intact model's mean distance, with its intervals (``low``,
-    ``high``, ``low90``, ``high90``) and outcome against :data:`MARGIN_OUTPUT`, beside the
-    same change for the other heads of its layer (``"matched"``) and, since every head can
-    reach the output, for every other head (``"all"``), switched off the same way
-    (:func:`_versus`)."""
+    """The best `relation` head's change of the output test (`measure`: `"swap"`,
+    `"sub"`) in % of the intact model's mean distance, with its intervals (`low`,
+    `high`, `low90`, `high90`) and outcome against `MARGIN_OUTPUT`, beside the
+    same change for the other heads of its layer (`"matched"`) and, since every head can
+    reach the output, for every other head (`"all"`), switched off the same way
+    (`_versus`)."""
     chosen = arm(committed, relation, 1, ablation)
     own, low, high, low90, high90 = chosen["output_change"][measure]
     intact = committed["intact_output"][measure]
@@ -353,9 +353,9 @@ def compare_output(
 def roles_at(
     committed: dict, relation: str, k: int, readout: str, layer: int, ablation: str = "zero"
 ) -> dict:
-    """Every role's :func:`compare` at one layer, and ``"specificity"``: the direct objects'
-    change minus the subjects' (points, intervals as in :func:`compare`), each with its
-    ``outcome`` against :data:`MARGIN_POINTS` (:func:`mha_lib.analysis.differences.
+    """Every role's `compare` at one layer, and `"specificity"`: the direct objects'
+    change minus the subjects' (points, intervals as in `compare`), each with its
+    `outcome` against `MARGIN_POINTS` (`mha_lib.analysis.differences.
     from_intervals`: equivalent, different, within the margin, or not detected)."""
     out = {role: compare(committed, relation, k, readout, layer, ablation, role)
            for role in knockout.ROLES}  # fmt: skip
@@ -371,10 +371,10 @@ def first_layer_above(committed: dict, relation: str, k: int) -> int:
 
 @dataclass
 class Readings:
-    """Every arm of the committed file read against its controls: ``probes[relation, k,
-    ablation, readout, where]`` (:func:`compare`), ``roles[...]`` (:func:`roles_at`) at the
-    first layer above the arm's heads (``where="next"``, :attr:`read_at`) and at the top
-    (``"last"``), and ``outputs[relation, ablation]`` (:func:`compare_output`, single heads)."""
+    """Every arm of the committed file read against its controls: `probes[relation, k,
+    ablation, readout, where]` (`compare`), `roles[...]` (`roles_at`) at the
+    first layer above the arm's heads (`where="next"`, `read_at`) and at the top
+    (`"last"`), and `outputs[relation, ablation]` (`compare_output`, single heads)."""
 
     probes: dict[tuple, dict]
     roles: dict[tuple, dict]
@@ -383,7 +383,7 @@ class Readings:
 
 
 def readings(committed: dict) -> Readings:
-    """:class:`Readings` of every arm (single heads both ways, sets of three zeroed)."""
+    """`Readings` of every arm (single heads both ways, sets of three zeroed)."""
     layers = committed["config"]["layers"]
     r = Readings({}, {}, {}, {})
     for relation in RELATIONS:
@@ -401,19 +401,19 @@ def readings(committed: dict) -> Readings:
 
 
 def head_names(committed: dict, relation: str, k: int) -> str:
-    """The heads an arm switched off, as the book names them: ``"2-0, 3-8, 2-1"``."""
+    """The heads an arm switched off, as the book names them: `"2-0, 3-8, 2-1"`."""
     return ", ".join(f"{h[0]}-{h[1]}" for h in arm(committed, relation, k)["heads"])
 
 
 def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
-    """The numbers chapter 5 part 3 glues, by key: ``ko_{relation}{k}[_mean]_{readout}_{where}``
-    (the change of the arm's role, points; ``_loss`` its negative; ``_low90``/``_high90`` its
-    90 % interval, the equivalence test's; ``_detectable`` the smallest change its 95 % interval
-    detects), with ``_nsubj``/``_pobj`` (the other roles), ``_spec``/``_spec_low``/
-    ``_spec_high``/``_spec_detectable`` (specificity, 90 % interval) and per control kind
-    ``_{kind}_worst``/``_worst_loss``/``_as_large``/``_n``; and
-    ``ko_{relation}1[_mean]_out`` (the output test, % of the intact distance) with ``_loss``,
-    ``_sub``, ``_low``, ``_high``, ``_matched_as_large``, ``_all_as_large``; the heads' names,
+    """The numbers chapter 5 part 3 glues, by key: `ko_{relation}{k}[_mean]_{readout}_{where}`
+    (the change of the arm's role, points; `_loss` its negative; `_low90`/`_high90` its
+    90 % interval, the equivalence test's; `_detectable` the smallest change its 95 % interval
+    detects), with `_nsubj`/`_pobj` (the other roles), `_spec`/`_spec_low`/
+    `_spec_high`/`_spec_detectable` (specificity, 90 % interval) and per control kind
+    `_{kind}_worst`/`_worst_loss`/`_as_large`/`_n`; and
+    `ko_{relation}1[_mean]_out` (the output test, % of the intact distance) with `_loss`,
+    `_sub`, `_low`, `_high`, `_matched_as_large`, `_all_as_large`; the heads' names,
     the read layers, the counts of controls, pairs and draws, and the margins."""
     out: dict[str, float | str] = {
         "ko_obj_head": head_names(committed, "dobj", 1), "ko_obj_layer": r.read_at["dobj", 1],
@@ -455,10 +455,10 @@ def glue_values(committed: dict, r: Readings) -> dict[str, float | str]:
 
 def strip_values(committed: dict, layer: int) -> dict[str, dict]:
     """The chapter's strip plots, per panel and column: the other heads' values and the best
-    direct-object and subject heads' (``own``, in :data:`RELATIONS` order). ``"probe"``: the
-    direct objects' change (points) in ``layer`` for every head that can reach it (its layer
-    and those under it), per ``(readout, ablation)`` (the frozen probe's first, zeroed before
-    mean-ablated); ``"output"``: every head's change of the distance to the role swap (% of the
+    direct-object and subject heads' (`own`, in `RELATIONS` order). `"probe"`: the
+    direct objects' change (points) in `layer` for every head that can reach it (its layer
+    and those under it), per `(readout, ablation)` (the frozen probe's first, zeroed before
+    mean-ablated); `"output"`: every head's change of the distance to the role swap (% of the
     intact model's), per ablation."""
     mine = [arm(committed, rel, 1)["heads"] for rel in RELATIONS]
     base = committed["intact_output"]["swap"]
@@ -485,15 +485,15 @@ WORDS = {"zero": "zeroed", "mean": "mean-ablated", "frozen": "frozen", "refit": 
 
 
 def _with_ci(v: dict, ends: tuple[str, str] = ("low", "high")) -> str:
-    """A change and its interval for a table (points, or %): ``"-14.5 [-20.2, -9.2]"``."""
+    """A change and its interval for a table (points, or %): `"-14.5 [-20.2, -9.2]"`."""
     return f"{v['own']:+.1f} [{v[ends[0]]:+.1f}, {v[ends[1]]:+.1f}]"
 
 
 def table_rows(committed: dict, r: Readings) -> dict[str, list[list[str]]]:
     """The chapter's two tables of the single heads, a row per head and ablation (and
-    read-out), in :data:`RELATIONS` order: ``"roles"``, in the first layer above the head, each
+    read-out), in `RELATIONS` order: `"roles"`, in the first layer above the head, each
     role's change [95 %], the specificity [90 %] and how many of the other heads that can
-    reach that layer take as much from the head's role; ``"output"``, the changes of the
+    reach that layer take as much from the head's role; `"output"`, the changes of the
     distances to the role swap and to another object [95 %] and how many heads of its layer,
     and of the model, shrink the first as much."""
     roles, output = [], []
@@ -515,9 +515,9 @@ def table_rows(committed: dict, r: Readings) -> dict[str, list[list[str]]]:
 
 @dataclass(frozen=True)
 class Live:
-    """What a page recomputes for :func:`live_checks`: the setup (its intact model) and the
-    best direct-object head switched off both ways (``dobj[ablation]``: :func:`read` with it;
-    ``dobj_out[ablation]``: :func:`output`)."""
+    """What a page recomputes for `live_checks`: the setup (its intact model) and the
+    best direct-object head switched off both ways (`dobj[ablation]`: `read` with it;
+    `dobj_out[ablation]`: `output`)."""
 
     setup: Setup
     dobj: dict[str, dict[str, torch.Tensor]]
@@ -526,7 +526,7 @@ class Live:
 
 def live_checks(live: Live, committed: dict) -> list[Check]:
     """The intact model's role accuracies and output distances, the heads chosen, and the best
-    direct-object head switched off both ways (:class:`Live`), against the file."""
+    direct-object head switched off both ways (`Live`), against the file."""
     s, dobj, dobj_out = live.setup, live.dobj, live.dobj_out
     live_intact = summary(s, s.intact)
     head = chosen_heads(s, "dobj", 1)
@@ -572,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def run_one(
     s: Setup, heads: Sequence[tuple[int, int]], ablation: str, with_output: bool = True
 ) -> dict:
-    """One run: the probes' accuracies and (``with_output``) the output test's distances."""
+    """One run: the probes' accuracies and (`with_output`) the output test's distances."""
     out = {"heads": [list(h) for h in heads], "ablation": ablation,
            "result": summary(s, read(s, heads, ablation))}  # fmt: skip
     if with_output:

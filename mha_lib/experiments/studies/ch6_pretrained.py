@@ -5,25 +5,25 @@ refits takes about a minute on its own, longer on a busy machine):
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch6_pretrained
 
-writes ``scripts/results/ch6_pretrained.json`` on the word-sense test of
+writes `scripts/results/ch6_pretrained.json` on the word-sense test of
 `mha_lib.analysis.sense_eval`: the full model against its floor (every head masked) and the
 lexical baselines, Michel et al. (2019) importance on the scoring items and on resampled
 scoring items (its noise), single-head ablation with its standard error, pruning curves (by
 importance, in reverse, and in random orders) read by the probe fitted on the full model, the
-same curves read by a probe refitted after pruning at a few levels (``refit``: what information
+same curves read by a probe refitted after pruning at a few levels (`refit`: what information
 is left, not what the model as it was still does), the one-head-per-layer test with paired
 standard errors, attention-free baselines that read a bag of the model's own input
-embeddings (``embedding``), and the accuracy change of every single-head ablation
-(``ablation_accuracy``). Where a page tests a difference by item, the file keeps which evaluation
-items a run got right, as a string of ``0``/``1`` (:func:`bits`, read back by :func:`unbits`):
-the frozen probe at each refit level (``frozen_items``), every one-head-per-layer model, every
-single-head ablation and the full model (``one_head["full_correct"]``); the refitted probe's
+embeddings (`embedding`), and the accuracy change of every single-head ablation
+(`ablation_accuracy`). Where a page tests a difference by item, the file keeps which evaluation
+items a run got right, as a string of `0`/`1` (`bits`, read back by `unbits`):
+the frozen probe at each refit level (`frozen_items`), every one-head-per-layer model, every
+single-head ablation and the full model (`one_head["full_correct"]`); the refitted probe's
 change is tested from its mean and paired standard error, all a paired t test reads
 (`mha_lib.analysis.differences.from_stderr`).
-``--only PART ...`` recomputes those parts and keeps the others, each with its own provenance
+`--only PART ...` recomputes those parts and keeps the others, each with its own provenance
 (commit, torch, CPU capability, threads); its command line prints where each kept part came from.
-:func:`live_checks` recomputes a sample for the chapter and
-``tests/results/test_committed_results.py``.
+`live_checks` recomputes a sample for the chapter and
+`tests/results/test_committed_results.py`.
 """
 
 from __future__ import annotations
@@ -114,10 +114,10 @@ def setup(
     sizes: tuple[int, int, int] = (PROBE_ITEMS, SCORE_ITEMS, EVAL_ITEMS),
 ) -> Setup:
     """Model, items and adapter; the probe is fitted here, or loaded from a committed
-    ``probe`` part (``{"weight": ..., "bias": ...}``), which is what makes the rest of the
-    committed numbers reproducible to the last digits on any CPU. ``model`` and ``tokenizer``
+    `probe` part (`{"weight": ..., "bias": ...}`), which is what makes the rest of the
+    committed numbers reproducible to the last digits on any CPU. `model` and `tokenizer`
     (both or neither) replace the packaged MiniLM, so `mha_lib.replicate` measures any
-    BERT-family model through this same code, with fewer items (``sizes``: probe, scoring,
+    BERT-family model through this same code, with fewer items (`sizes`: probe, scoring,
     evaluation; the same seeds draw them) when its budget is short."""
     if (model is None) != (tokenizer is None):
         raise ValueError("pass model and tokenizer together, or neither")
@@ -153,26 +153,26 @@ def setup(
 
 
 def bits(correct: torch.Tensor) -> str:
-    """``(N,)`` bool as a string of ``0`` and ``1`` (which items a run got right)."""
+    """`(N,)` bool as a string of `0` and `1` (which items a run got right)."""
     return "".join("1" if c else "0" for c in correct.tolist())
 
 
 def unbits(text: str) -> torch.Tensor:
-    """The ``(N,)`` bool tensor that :func:`bits` wrote."""
+    """The `(N,)` bool tensor that `bits` wrote."""
     if set(text) - {"0", "1"}:
         raise ValueError("a bit string holds only 0 and 1")
     return torch.tensor([c == "1" for c in text])
 
 
 def change(committed: dict, correct: str, margin: float = MARGIN_POINTS) -> Difference:
-    """A run's accuracy (its items as :func:`bits`) minus the full model's, in points, paired
-    by evaluation item, against ``margin``."""
+    """A run's accuracy (its items as `bits`) minus the full model's, in points, paired
+    by evaluation item, against `margin`."""
     full = unbits(committed["one_head"]["full_correct"]).double()
     return compare(100 * unbits(correct).double(), 100 * full, margin=margin, paired=True)
 
 
 def refit_change(committed: dict, refit: dict, k: int) -> Difference:
-    """The refitted probe's accuracy at ``k`` heads removed (one ``refit`` entry) minus the full
+    """The refitted probe's accuracy at `k` heads removed (one `refit` entry) minus the full
     model's, in points, from the stored mean and paired standard error (df = items − 1)."""
     i = refit["pruned"].index(k)
     diff = 100 * (refit["accuracy"][i] - committed["base"]["accuracy"])
@@ -182,7 +182,7 @@ def refit_change(committed: dict, refit: dict, k: int) -> Difference:
 
 
 def ablation_survivors(committed: dict, alpha: float = FAMILY_ALPHA) -> np.ndarray:
-    """``(L, H)`` bool: single-head ablations whose loss change (paired over the scoring
+    """`(L, H)` bool: single-head ablations whose loss change (paired over the scoring
     items) differs from zero after Holm's correction for every head at once."""
     mean = np.asarray(committed["ablation"]["mean"], dtype=float)
     stderr = np.asarray(committed["ablation"]["stderr"], dtype=float)
@@ -229,7 +229,7 @@ def base_part(s: Setup) -> dict[str, object]:
 
 
 def pruned_mask(s: Setup, removed: Sequence[Sequence[int]]) -> torch.Tensor:
-    """``(L, H)`` head mask with the ``(layer, head)`` pairs of ``removed`` at zero (masking
+    """`(L, H)` head mask with the `(layer, head)` pairs of `removed` at zero (masking
     gives the pruned model's outputs; the tests of `mha_lib.bert.prune_heads` check it)."""
     mask = s.heads.ones()
     for layer, head in removed:
@@ -238,8 +238,8 @@ def pruned_mask(s: Setup, removed: Sequence[Sequence[int]]) -> torch.Tensor:
 
 
 def refit_correct(s: Setup, removed: Sequence[Sequence[int]], probe_batches: list) -> torch.Tensor:
-    """``(N,)`` bool over the evaluation items: a probe refitted (same items, same C) on the
-    model with ``removed`` heads masked, read on that model."""
+    """`(N,)` bool over the evaluation items: a probe refitted (same items, same C) on the
+    model with `removed` heads masked, read on that model."""
     with bert.head_mask(s.model, pruned_mask(s, removed)):
         probe = sense_eval.fit_probe(s.model, probe_batches, C=PROBE_C)
         return sense_eval.item_correct(s.model, s.evaluation, probe)
@@ -248,7 +248,7 @@ def refit_correct(s: Setup, removed: Sequence[Sequence[int]], probe_batches: lis
 def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
     """Every curve read again by a refitted probe, beside its frozen value, with the paired
     standard error of the change from the full model: the importance and reverse orders at
-    :data:`REFIT_AT`, the random ones at :data:`RANDOM_REFIT_AT`."""
+    `REFIT_AT`, the random ones at `RANDOM_REFIT_AT`."""
     probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
     full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
     out = []
@@ -268,7 +268,7 @@ def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
 
 def frozen_items_part(s: Setup, curves: list[dict]) -> list[dict]:
     """Which evaluation items the probe fitted on the full model gets right on each curve's
-    pruned model at the refit levels (``refit`` keeps the accuracy and paired standard error
+    pruned model at the refit levels (`refit` keeps the accuracy and paired standard error
     of the refitted probe; these are the frozen probe's items, for a test paired by item)."""
     out = []
     for c in curves:
@@ -285,7 +285,7 @@ def frozen_items_part(s: Setup, curves: list[dict]) -> list[dict]:
 def ablation_accuracy_part(s: Setup) -> dict[str, object]:
     """Every head masked alone, read by the committed probe on the evaluation items: which
     items it gets right (the size of each single-head ablation in accuracy points, beside
-    the loss change of the ``ablation`` part)."""
+    the loss change of the `ablation` part)."""
     nl, nh = s.heads.num_layers, s.heads.num_heads
     correct = []
     for layer in range(nl):
@@ -315,10 +315,10 @@ def embedding_part(s: Setup) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Live:
-    """What a page recomputes for :func:`live_checks`: the setup ``setup`` (with the committed
-    probe), the importance scores (``importance``, on the scoring items) and a probe refitted
-    live (``refit_accuracy``, its evaluation accuracy, on the full model, or after pruning
-    ``refit_pruned`` heads in the importance curve's order, as :data:`LIVE_REFIT`)."""
+    """What a page recomputes for `live_checks`: the setup `setup` (with the committed
+    probe), the importance scores (`importance`, on the scoring items) and a probe refitted
+    live (`refit_accuracy`, its evaluation accuracy, on the full model, or after pruning
+    `refit_pruned` heads in the importance curve's order, as `LIVE_REFIT`)."""
 
     setup: Setup
     importance: torch.Tensor
@@ -327,7 +327,7 @@ class Live:
 
 
 def live_checks(live: Live, committed: dict) -> list[Check]:
-    """Recompute a sample of the committed file: the probe refitted live (:class:`Live`), the
+    """Recompute a sample of the committed file: the probe refitted live (`Live`), the
     attention-free baselines at their committed C, then, with the committed probe, accuracy and
     loss, the importance scores, the largest single-head ablation, and the first step of the
     importance pruning curve."""
@@ -387,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_one(part: str, out: Path | None = None) -> None:
-    """Rerun one part of the file (as ``--only PART``) and keep the others."""
+    """Rerun one part of the file (as `--only PART`) and keep the others."""
     main(["--only", part] + ([] if out is None else ["--out", str(out)]))
 
 

@@ -1,19 +1,19 @@
 """Chapter 6's toy model over several seeds: which heads matter, and what pruning costs.
 
-The chapter trains one seed live; this study trains every seed of :data:`SEEDS` and, for
+The chapter trains one seed live; this study trains every seed of `SEEDS` and, for
 each, records head importance, single-head ablation (with its standard error), pruning
 curves (by importance, in reverse and in random orders), one head per layer (by importance
 and the best one, found by trying each), what each head does (the attention its queries put on
 the context slot that holds the key they name, per named key), each single-head ablation's
 change of held-out accuracy, and, at every step of every pruning curve, whether the pruned
-model is shown to stay within :data:`MARGIN_POINTS` of the full one (an equivalence test
+model is shown to stay within `MARGIN_POINTS` of the full one (an equivalence test
 paired by held-out sequence, `mha_lib.analysis.differences.compare`). Run from the
 repository root (a few minutes on 2 cores):
 
     .venv/bin/python -m mha_lib.experiments.studies.ch6_toy
 
-writes ``scripts/results/ch6_toy.json`` with its provenance. :func:`live_checks` compares a
-retrained seed with the file for the chapter and ``tests/results/test_committed_results.py``.
+writes `scripts/results/ch6_toy.json` with its provenance. `live_checks` compares a
+retrained seed with the file for the chapter and `tests/results/test_committed_results.py`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ EQUIVALENCE_TOLERANCE = 0.05
 def masked_sequence_accuracy(
     heads: pruning.HeadAdapter, batches: list, removed: Sequence[Sequence[int]] = ()
 ) -> torch.Tensor:
-    """``(N,)`` per-sequence accuracy in points with the ``(layer, head)`` pairs of ``removed``
+    """`(N,)` per-sequence accuracy in points with the `(layer, head)` pairs of `removed`
     masked (masking gives the pruned model's outputs)."""
     mask = heads.ones()
     for layer, head in removed:
@@ -88,10 +88,10 @@ def masked_sequence_accuracy(
 def curve_equivalence(
     heads: pruning.HeadAdapter, curve: dict, batches: list, full: torch.Tensor
 ) -> dict[str, object]:
-    """At every step of ``curve`` (a `PruningCurve.to_dict`), the pruned model against the full
-    one (``full``, per-sequence accuracy in points), paired by sequence, margin
-    :data:`MARGIN_POINTS`: the outcome and the 90 % interval of the change (points), and
-    ``within``, the heads removed before the first step not shown within the margin."""
+    """At every step of `curve` (a `PruningCurve.to_dict`), the pruned model against the full
+    one (`full`, per-sequence accuracy in points), paired by sequence, margin
+    `MARGIN_POINTS`: the outcome and the 90 % interval of the change (points), and
+    `within`, the heads removed before the first step not shown within the margin."""
     outcomes, low, high = [], [], []
     within = 0
     for k in curve["pruned"]:
@@ -117,8 +117,8 @@ def data() -> tuple[list, list]:
 
 
 def named_key_attention(model: torch.nn.Module, batch: tuple) -> dict[str, list]:
-    """Per head, the attention a query puts on the slot holding the key it names ``(L, H)``,
-    and the same per named key ``(L, H, num_keys)``; and each head's mean entropy."""
+    """Per head, the attention a query puts on the slot holding the key it names `(L, H)`,
+    and the same per named key `(L, H, num_keys)`; and each head's mean entropy."""
     task = make_task(CONFIG.task, **CONFIG.task_args)
     inputs, _ = batch
     maps = model.attention_maps(inputs)  # (L, B, H, T, T)

@@ -1,34 +1,34 @@
 """Chapter 7's deep stacks: where too-large initial weights make the gradients explode, and
 whether the explosion or the saturated softmax is what leaves the heads dead.
 
-In one pre-norm layer (:mod:`~.ch7_init`) query and key weights 16 times Xavier's leave the
+In one pre-norm layer (`ch7_init`) query and key weights 16 times Xavier's leave the
 heads saturated and the model stuck, and nothing explodes. This study stacks the same layers,
-post-norm as in the original Transformer and BERT (:mod:`mha_lib.experiments.post_norm`), so
+post-norm as in the original Transformer and BERT (`mha_lib.experiments.post_norm`), so
 that explosion has its chance, and tells the two stories apart:
 
-- ``init`` (no training): the total gradient norm on the first training batch and every head's
-  top weight on the probe batch at initialisation, for :data:`INIT_DEPTHS` layers, post-norm
-  and pre-norm, from Xavier's weights and with one group of weights (:data:`WEIGHTS`) made
-  :data:`BIG` times larger: the query and key projections, the query, key and value
+- `init` (no training): the total gradient norm on the first training batch and every head's
+  top weight on the probe batch at initialisation, for `INIT_DEPTHS` layers, post-norm
+  and pre-norm, from Xavier's weights and with one group of weights (`WEIGHTS`) made
+  `BIG` times larger: the query and key projections, the query, key and value
   projections, the value projection, the value and output projections, both layers of every
-  MLP, or the readout; seeds :data:`INIT_SEEDS`.
-- ``runs``: trained for :data:`STEPS` steps, seeds :data:`SEEDS` (:func:`conditions`). At
-  :data:`PANEL_DEPTH` post-norm layers under AdamW: Xavier, q/k/v × :data:`BIG` (heads
-  saturated, gradients exploding) and the readout × :data:`READOUT_SCALE` (gradients exploding,
+  MLP, or the readout; seeds `INIT_SEEDS`.
+- `runs`: trained for `STEPS` steps, seeds `SEEDS` (`conditions`). At
+  `PANEL_DEPTH` post-norm layers under AdamW: Xavier, q/k/v × `BIG` (heads
+  saturated, gradients exploding) and the readout × `READOUT_SCALE` (gradients exploding,
   the heads as Xavier's). AdamW's step is about the learning rate per weight whatever the
   gradient's size, so clipping would have little to do there; SGD's step is the gradient times
-  the learning rate, which clipping bounds: Xavier and q/k/v × :data:`BIG` under SGD with
-  momentum, with and without clipping the gradient to a total norm of :data:`CLIP`. At the
-  other :data:`DEPTHS`: Xavier and q/k/v × :data:`BIG` under AdamW.
+  the learning rate, which clipping bounds: Xavier and q/k/v × `BIG` under SGD with
+  momentum, with and without clipping the gradient to a total norm of `CLIP`. At the
+  other `DEPTHS`: Xavier and q/k/v × `BIG` under AdamW.
 
 What counts as what was fixed before the runs. A gradient *explodes* when its norm on the first
-training batch is at least :data:`EXPLODES` times Xavier's at the same depth and seed (the 95 %
-interval of the mean log ratio above it: :func:`explosion`); it *does not* when that ratio is
-shown within a factor :data:`EXPLODES` either way (an equivalence test). Clipping *helps* when
+training batch is at least `EXPLODES` times Xavier's at the same depth and seed (the 95 %
+interval of the mean log ratio above it: `explosion`); it *does not* when that ratio is
+shown within a factor `EXPLODES` either way (an equivalence test). Clipping *helps* when
 it raises the final accuracy, paired by seed, by a difference shown and larger than
-:data:`CLIP_MARGIN` points (:func:`mha_lib.analysis.differences.compare`). Heads are
-*saturated* when their mean top weight is at least :data:`SATURATED`; a head is *unused* when
-silencing it costs less than :data:`UNUSED_POINTS` points.
+`CLIP_MARGIN` points (`mha_lib.analysis.differences.compare`). Heads are
+*saturated* when their mean top weight is at least `SATURATED`; a head is *unused* when
+silencing it costs less than `UNUSED_POINTS` points.
 
 Regenerate the committed results (about 20 minutes of CPU time) with::
 
@@ -36,8 +36,8 @@ Regenerate the committed results (about 20 minutes of CPU time) with::
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build reproduces
 the file bit for bit. Scores made 256 times larger magnify the kernels' last-bit differences
-even before the first step, so the checks (:func:`init_checks`, :func:`live_checks`) compare
-such a start's gradient within a factor :data:`SCORES_FACTOR`, far below its effect.
+even before the first step, so the checks (`init_checks`, `live_checks`) compare
+such a start's gradient within a factor `SCORES_FACTOR`, far below its effect.
 """
 
 from __future__ import annotations
@@ -118,10 +118,10 @@ UNUSED_POINTS = 1.0  # a head whose silencing costs less than a point is unused
 
 
 def scale_weights_(model: ToyTransformer, weights: str, scale: float) -> ToyTransformer:
-    """Multiply one group of ``model``'s weights (:data:`WEIGHTS`) in every layer by ``scale``,
-    in place, biases left alone: ``"qk"``, ``"qkv"``, ``"v"`` (those projections of every head,
-    :func:`~mha_lib.experiments.toy_transformer.scale_attention_`), ``"vo"`` (the value and
-    output projections), ``"mlp"`` (both layers of each MLP) or ``"readout"`` (the classifier
+    """Multiply one group of `model`'s weights (`WEIGHTS`) in every layer by `scale`,
+    in place, biases left alone: `"qk"`, `"qkv"`, `"v"` (those projections of every head,
+    `scale_attention_`), `"vo"` (the value and
+    output projections), `"mlp"` (both layers of each MLP) or `"readout"` (the classifier
     on top, once)."""
     if not isinstance(model, ToyTransformer):
         raise TypeError(f"model must be a ToyTransformer, got {type(model).__name__}")
@@ -146,7 +146,7 @@ def scale_weights_(model: ToyTransformer, weights: str, scale: float) -> ToyTran
 @dataclass(frozen=True)
 class DeepCondition:
     """One arm: depth, where the LayerNorms sit, which weights start how large, the optimizer
-    (``lr`` None: AdamW's ``BASE.lr`` or :data:`SGD_LR`), and clipping."""
+    (`lr` None: AdamW's `BASE.lr` or `SGD_LR`), and clipping."""
 
     layers: int = PANEL_DEPTH
     norm: str = "post"
@@ -190,12 +190,12 @@ class DeepCondition:
 
 
 def xavier_of(condition: DeepCondition) -> DeepCondition:
-    """The same depth, norm and training at Xavier's scale: what ``condition`` is paired with."""
+    """The same depth, norm and training at Xavier's scale: what `condition` is paired with."""
     return replace(condition, weights=None, scale=1.0)
 
 
 def conditions() -> list[DeepCondition]:
-    """The trained arms: the panel at :data:`PANEL_DEPTH` layers, then the other depths."""
+    """The trained arms: the panel at `PANEL_DEPTH` layers, then the other depths."""
     xavier, big = DeepCondition(), DeepCondition(weights="qkv", scale=BIG)
     readout = DeepCondition(weights="readout", scale=READOUT_SCALE)
     sgd = {"optimizer": "sgd"}
@@ -215,7 +215,7 @@ def conditions() -> list[DeepCondition]:
 
 def init_conditions() -> list[DeepCondition]:
     """Every depth and norm, at Xavier's scale, with each group of weights ×BIG and with the
-    readout × :data:`READOUT_SCALE`."""
+    readout × `READOUT_SCALE`."""
     groups = [(None, 1.0)] + [(weights, BIG) for weights in WEIGHTS]
     groups.append(("readout", READOUT_SCALE))  # the trained arms' readout
     return [
@@ -229,8 +229,8 @@ def init_conditions() -> list[DeepCondition]:
 def build(
     condition: DeepCondition, seed: int
 ) -> tuple[ToyTransformer, object, Config, tuple[torch.Tensor, ...]]:
-    """The model of ``condition`` and ``seed`` at initialisation, its task, config and the
-    probe batch (the one-layer grid's: :func:`~.ch7_init.probe_batch`)."""
+    """The model of `condition` and `seed` at initialisation, its task, config and the
+    probe batch (the one-layer grid's: `probe_batch`)."""
     config = condition.config()
     task = make_task(config.task, **config.task_args)
     model = build_model(config, task, seed)
@@ -242,9 +242,9 @@ def build(
 
 
 def at_init(condition: DeepCondition, seed: int) -> dict[str, object]:
-    """One forward and backward pass on the first training batch (the batch :func:`train`
+    """One forward and backward pass on the first training batch (the batch `train`
     starts with): the total gradient norm, the loss, and every head's top weight on the probe
-    batch ``(L, H)``."""
+    batch `(L, H)`."""
     with threads(1):
         model, task, config, probe = build(condition, seed)
         inputs, targets = task.sample(config.batch_size, torch.Generator().manual_seed(seed))
@@ -268,7 +268,7 @@ def at_init(condition: DeepCondition, seed: int) -> dict[str, object]:
 def trained(
     condition: DeepCondition, seed: int, stop_after: int | None = None
 ) -> tuple[ToyTransformer, object, tuple[torch.Tensor, ...]]:
-    """The model of ``condition`` and ``seed`` trained (its first ``stop_after`` steps, if
+    """The model of `condition` and `seed` trained (its first `stop_after` steps, if
     given) with a trace, and the probe batch."""
     with threads(1):
         model, task, config, probe = build(condition, seed)
@@ -321,7 +321,7 @@ def run_one(condition: DeepCondition, seed: int) -> dict[str, object]:
 
 
 def as_stored(obj: object) -> object:
-    """Floats to 5 significant digits, NaN as None (:func:`~.ch7_init.as_stored`)."""
+    """Floats to 5 significant digits, NaN as None (`as_stored`)."""
     return ch7_init.as_stored(obj)
 
 
@@ -329,9 +329,9 @@ def as_stored(obj: object) -> object:
 
 
 def explosion(ratios: Sequence[float] | np.ndarray) -> tuple[str, Difference]:
-    """``"explodes"``, ``"does not explode"`` or ``"undecided"`` from per-seed ratios of a
+    """`"explodes"`, `"does not explode"` or `"undecided"` from per-seed ratios of a
     first gradient to Xavier's, read on log10 ratios: the 95 % interval of their mean above
-    log10(:data:`EXPLODES`) explodes; shown within ±log10(:data:`EXPLODES`) (two one-sided
+    log10(`EXPLODES`) explodes; shown within ±log10(`EXPLODES`) (two one-sided
     tests) does not."""
     difference = compare(np.log10(np.asarray(ratios, dtype=float)), margin=np.log10(EXPLODES))
     if difference.low95 > difference.margin:
@@ -355,16 +355,16 @@ def geomean(values: Sequence[float] | np.ndarray, axis: int | None = None) -> np
 
 
 def init_label(norm: str, weights: str | None, scale: float) -> str:
-    """``"qk ×16"``, ``"qkv ×16, pre-norm"``, ``"Xavier"``: a line of :data:`INIT_LINES`."""
+    """`"qk ×16"`, `"qkv ×16, pre-norm"`, `"Xavier"`: a line of `INIT_LINES`."""
     name = "Xavier" if weights is None else f"{weights} ×{scale:g}"
     return name + (", pre-norm" if norm == "pre" else "")
 
 
 class InitSummary(NamedTuple):
-    """One line of :data:`INIT_LINES` at every depth of :data:`INIT_DEPTHS`."""
+    """One line of `INIT_LINES` at every depth of `INIT_DEPTHS`."""
 
     ratios: np.ndarray  # (seeds, depths): the first gradient ÷ Xavier's, same depth and seed
-    outcomes: list[str]  # per depth: :func:`explosion` of those ratios
+    outcomes: list[str]  # per depth: `explosion` of those ratios
     tops: np.ndarray  # (seeds, depths): the heads' mean top weight at initialisation
 
     @property
@@ -387,14 +387,14 @@ def init_summary(
 
 
 def first_ratio(arms: dict, condition: DeepCondition) -> np.ndarray:
-    """Per seed of trained runs (``arms``: :class:`~.ch7_init.Arms` of the ``runs`` part): the
+    """Per seed of trained runs (`arms`: `Arms` of the `runs` part): the
     first gradient ÷ Xavier's at the same depth and training."""
     norms = [arms.train_stat(c, "grad_norm_first") for c in (condition, xavier_of(condition))]
     return norms[0] / norms[1]
 
 
 def init_ratios(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
-    """Per seed of :data:`INIT_SEEDS`: ``condition``'s first gradient norm over Xavier's."""
+    """Per seed of `INIT_SEEDS`: `condition`'s first gradient norm over Xavier's."""
 
     def norms(c: DeepCondition) -> np.ndarray:
         found = {
@@ -408,7 +408,7 @@ def init_ratios(records: Sequence[dict], condition: DeepCondition) -> np.ndarray
 
 
 def init_top(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
-    """Per seed of :data:`INIT_SEEDS`: the heads' mean top weight at initialisation."""
+    """Per seed of `INIT_SEEDS`: the heads' mean top weight at initialisation."""
     found = {r["seed"]: np.mean(r["top_weight"]) for r in records
              if r["condition"]["name"] == condition.name}  # fmt: skip
     if sorted(found) != list(INIT_SEEDS):
@@ -417,18 +417,18 @@ def init_top(records: Sequence[dict], condition: DeepCondition) -> np.ndarray:
 
 
 def diverged(runs: Sequence[dict]) -> np.ndarray:
-    """Per run of :func:`run`: whether its weights became NaN (its last held-out loss is)."""
+    """Per run of `run`: whether its weights became NaN (its last held-out loss is)."""
     return np.array([r["result"]["eval_loss"][-1] is None for r in runs])
 
 
 def mean_top(runs: Sequence[dict], step: int = -1) -> np.ndarray:
-    """Per run of :func:`run`: its heads' mean top weight at a probe step (-1: the end); NaN
+    """Per run of `run`: its heads' mean top weight at a probe step (-1: the end); NaN
     for a run whose weights had become NaN by then."""
     return np.array([np.mean(np.array(r["top_weight"][step], dtype=float)) for r in runs])
 
 
 def unused_heads(runs: Sequence[dict]) -> np.ndarray:
-    """Per run of :func:`run`: how many heads cost less than :data:`UNUSED_POINTS` accuracy
+    """Per run of `run`: how many heads cost less than `UNUSED_POINTS` accuracy
     points when silenced at the end (NaN for a run that diverged: its output is NaN with or
     without any head)."""
     counts = []
@@ -468,8 +468,8 @@ LIVE_RUN = (DeepCondition(layers=1), 0)  # the cheapest trained run: one post-no
 
 
 def gradient_check(what: str, condition: DeepCondition, live: float, committed: float) -> Check:
-    """A first gradient norm: within :data:`INIT_TOLERANCE` (relative), or, with the scores
-    scaled (q/k ×), its log10 within log10(:data:`SCORES_FACTOR`)."""
+    """A first gradient norm: within `INIT_TOLERANCE` (relative), or, with the scores
+    scaled (q/k ×), its log10 within log10(`SCORES_FACTOR`)."""
     if condition.weights in ("qk", "qkv"):
         return Check(f"{what} (scaled scores: log10)", math.log10(live), math.log10(committed),
                      math.log10(SCORES_FACTOR))  # fmt: skip
@@ -479,8 +479,8 @@ def gradient_check(what: str, condition: DeepCondition, live: float, committed: 
 def init_checks(
     records: Sequence[dict], sample: Sequence[tuple[DeepCondition, int]] = INIT_SAMPLE
 ) -> list[Check]:
-    """Committed ``init`` records of ``sample`` recomputed now (one forward and backward pass
-    each): the first gradient norm (:func:`gradient_check`) and every head's top weight."""
+    """Committed `init` records of `sample` recomputed now (one forward and backward pass
+    each): the first gradient norm (`gradient_check`) and every head's top weight."""
     checks = []
     for condition, seed in sample:
         key = (condition.name, seed)
@@ -499,9 +499,9 @@ def init_checks(
 
 
 def live_checks(live: dict, committed: dict) -> list[Check]:
-    """A run of :func:`run` retrained now against the committed one: its first gradient norm
-    (as :func:`init_checks`) and its final accuracy (within a point at the ceiling, else
-    within :data:`CHAOTIC_TOLERANCE`)."""
+    """A run of `run` retrained now against the committed one: its first gradient norm
+    (as `init_checks`) and its final accuracy (within a point at the ceiling, else
+    within `CHAOTIC_TOLERANCE`)."""
     same = ("condition", "seed", "config")
     if any(live[key] != committed[key] for key in same):
         raise ValueError("live and committed are not the same configuration and seed")

@@ -5,24 +5,24 @@ initialisation too large, causing gradient explosion"; Xavier initialisation fix
 This study trains chapter 4's one-layer, four-head toy transformer on associative recall
 and varies one thing at a time, so that the stories can be told apart:
 
-- *which weights* start large: the query and key projections (``qk``: the scores grow
-  as ``scale²`` and the softmax saturates), the value projection (``v``: the scores are
-  untouched), or all three (``qkv``, the only setting of the first version);
+- *which weights* start large: the query and key projections (`qk`: the scores grow
+  as `scale²` and the softmax saturates), the value projection (`v`: the scores are
+  untouched), or all three (`qkv`, the only setting of the first version);
 - *which heads*: all four, or head 0 alone (the article speaks of one head);
 - *the optimizer*: AdamW, whose step is about the learning rate per weight whatever the
   gradient's size, or SGD with momentum (no weight decay), whose step is the gradient
-  times the learning rate; SGD's learning rate is the fastest of :data:`SGD_LRS` at
-  Xavier (the ``sgd_lr`` part);
-- *gradient clipping* to a total norm of :data:`CLIP`, the textbook cure for exploding
+  times the learning rate; SGD's learning rate is the fastest of `SGD_LRS` at
+  Xavier (the `sgd_lr` part);
+- *gradient clipping* to a total norm of `CLIP`, the textbook cure for exploding
   gradients;
-- a *matched learning rate*: with ``W = scale · W'``, AdamW on ``W`` at ``scale × lr``
-  (and ``weight_decay / scale``) takes exactly the steps on ``W'`` that it takes at ``lr``,
-  SGD at ``scale² × lr`` too, so the scaled run differs from Xavier only by its
+- a *matched learning rate*: with `W = scale · W'`, AdamW on `W` at `scale × lr`
+  (and `weight_decay / scale`) takes exactly the steps on `W'` that it takes at `lr`,
+  SGD at `scale² × lr` too, so the scaled run differs from Xavier only by its
   saturated softmax, not by how far a step moves its weights relative to their size;
-- *weight decay on W_q and W_k* (SGD's L2 decay :data:`DECAY`), which shrinks the large
+- *weight decay on W_q and W_k* (SGD's L2 decay `DECAY`), which shrinks the large
   weights back towards a normal size while training.
 
-Every condition runs with the seeds :data:`SEEDS`; the same seed gives every condition
+Every condition runs with the seeds `SEEDS`; the same seed gives every condition
 the same initial weights (before scaling), the same training batches and the same
 held-out set, so conditions are compared seed by seed. Each run records its learning
 curve; on a fixed probe batch, every sixth of the run, each head's top weight,
@@ -31,10 +31,10 @@ the weights) and the gradient reaching its scores; per step on the training batc
 total gradient norm and each head's q/k gradient (kept as window summaries); at the end,
 the accuracy with each head silenced. The floors come first: chance, the best answer that
 does not look the key up (the context's most frequent value; exactly and on each held-out
-set), and the same model trained with its attention held uniform (``W_q = W_k = 0``).
+set), and the same model trained with its attention held uniform (`W_q = W_k = 0`).
 
 All of that is one pre-norm layer, where nothing can multiply a gradient up from layer to
-layer; :mod:`~.ch7_deep` stacks layers and gives explosion its chance.
+layer; `ch7_deep` stacks layers and gives explosion its chance.
 
 Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 
@@ -42,11 +42,11 @@ Regenerate the committed results (about 15 minutes on 2 quiet cores) with::
 
 Runs are seeded and use one thread each, so a rerun on the same CPU and torch build
 reproduces the file bit for bit. On another CPU the last bits differ, and a run that
-starts saturated turns them into a different curve; :func:`live_checks` therefore
-compares what is robust, and the chapter and ``tests/results/test_committed_results.py``
-re-train runs and assert it. To measure that gap, the study re-runs :data:`KERNEL_SAMPLE`
-in a child process on torch's plain-C kernels (``ATEN_CPU_CAPABILITY=default``) and keeps
-what the checks compare (the ``default_kernels`` part, with its own provenance).
+starts saturated turns them into a different curve; `live_checks` therefore
+compares what is robust, and the chapter and `tests/results/test_committed_results.py`
+re-train runs and assert it. To measure that gap, the study re-runs `KERNEL_SAMPLE`
+in a child process on torch's plain-C kernels (`ATEN_CPU_CAPABILITY=default`) and keeps
+what the checks compare (the `default_kernels` part, with its own provenance).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def probe_batch(task, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
 def _trained(
     condition: Condition, seed: int, stop_after: int | None = None
 ) -> tuple[torch.nn.Module, object, tuple[torch.Tensor, ...]]:
-    """The model of ``condition`` and ``seed`` trained (its first ``stop_after`` steps, if
+    """The model of `condition` and `seed` trained (its first `stop_after` steps, if
     given), the training result with its trace, and the probe batch."""
     config = condition.config()
     task = make_task(config.task, **config.task_args)
@@ -227,7 +227,7 @@ def _trained(
 
 
 def run_one(condition: Condition, seed: int) -> dict[str, object]:
-    """One seeded run of ``condition``: its curve, probe diagnostics, gradients, ablation."""
+    """One seeded run of `condition`: its curve, probe diagnostics, gradients, ablation."""
     config = condition.config()
     model, result, probe = _trained(condition, seed)
     with threads(1):
@@ -295,7 +295,7 @@ def floors() -> dict[str, object]:
 
 
 def sgd_lr_run(lr: float, seed: int) -> dict[str, object]:
-    """Xavier, the whole model trained by SGD at ``lr``: how SGD_LR was chosen."""
+    """Xavier, the whole model trained by SGD at `lr`: how SGD_LR was chosen."""
     config = Config(**{**BASE.to_dict(), "optimizer": "sgd", "lr": lr, "weight_decay": 0.0})
     task = make_task(config.task, **config.task_args)
     with threads(1):
@@ -354,7 +354,7 @@ CHECKED_LABELS = {
 
 
 def checked_values(record: dict) -> dict[str, object]:
-    """The numbers of a run that :func:`live_checks` compares (and the kernel part keeps)."""
+    """The numbers of a run that `live_checks` compares (and the kernel part keeps)."""
     return {
         "condition": record["condition"],
         "seed": record["seed"],
@@ -367,8 +367,8 @@ def checked_values(record: dict) -> dict[str, object]:
 
 
 def live_checks(live: dict, committed: dict) -> list[Check]:
-    """What a re-trained run must share with the committed one: each a record of :func:`run`
-    or of :func:`checked_values` (as the ``default_kernels`` part keeps them)."""
+    """What a re-trained run must share with the committed one: each a record of `run`
+    or of `checked_values` (as the `default_kernels` part keeps them)."""
     if (live["condition"], live["seed"], live["config"]) != (
         committed["condition"],
         committed["seed"],
@@ -411,10 +411,10 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 def initial_checks(
     runs: Sequence[dict], sample: Sequence[tuple[Condition, int]] = LIVE_SAMPLE
 ) -> list[Check]:
-    """Committed runs (records of :func:`run`) of ``sample`` re-derived at initialisation
+    """Committed runs (records of `run`) of `sample` re-derived at initialisation
     now: every head's q/k gradient (absolute and relative) and top weight on the probe batch,
     and the first training batch's gradient norm. One training step each, so cheap enough
-    for every page that shows the study; the finals are :func:`live_checks`' job."""
+    for every page that shows the study; the finals are `live_checks`' job."""
     checks = []
     for condition, seed in sample:
         record = next(
@@ -454,9 +454,9 @@ def as_stored(obj: object) -> object:
 class Arms(dict):
     """Committed runs by condition name, each a list in seed order: what chapter 7's pages read.
 
-    Built from a part of a result file (a list of run records, each with ``condition`` and
-    ``seed``); indexed by name (``arms[condition.name]``) or read through its methods, which
-    take a condition (of this study or of :mod:`~.ch7_deep`) and return one row per seed."""
+    Built from a part of a result file (a list of run records, each with `condition` and
+    `seed`); indexed by name (`arms[condition.name]`) or read through its methods, which
+    take a condition (of this study or of `ch7_deep`) and return one row per seed."""
 
     def __init__(self, runs: Sequence[dict]) -> None:
         super().__init__()
@@ -466,7 +466,7 @@ class Arms(dict):
             records.sort(key=lambda record: record["seed"])
 
     def of(self, condition: object) -> list[dict]:
-        """The runs of ``condition``, in seed order (KeyError names an arm not committed)."""
+        """The runs of `condition`, in seed order (KeyError names an arm not committed)."""
         name = condition.name  # type: ignore[attr-defined]
         if name not in self:
             raise KeyError(f"no committed runs of {name!r}")
@@ -481,20 +481,20 @@ class Arms(dict):
         return np.array([r["probe"][key][step] for r in self.of(condition)], dtype=float)
 
     def train_stat(self, condition: object, key: str) -> np.ndarray:
-        """One training statistic (``record["train"][key]``) of each seed."""
+        """One training statistic (`record["train"][key]`) of each seed."""
         return np.array([r["train"][key] for r in self.of(condition)], dtype=float)
 
 
 def glue_values(
     arms: Arms, condition: Condition, against: np.ndarray | None = None
 ) -> dict[str, float]:
-    """What chapter 7's pages glue about one condition, under :func:`key_of` keys: final
-    accuracy (%) as mean and sample sd over seeds (``acc_``, ``acc_sd_``), and the heads' mean
-    top weight and weight on the answer at the end (``top1_``, ``ans1_``). With ``against``
-    (another arm's finals, seed by seed: Xavier's), also the seeds' range (``acc_min_``,
-    ``acc_max_``), the mean difference from ``against`` (``diff_``), the top weight at
-    initialisation (``top0_``) and the q/k weight norm at initialisation and at the end
-    (``qkw0_``, ``qkw1_``)."""
+    """What chapter 7's pages glue about one condition, under `key_of` keys: final
+    accuracy (%) as mean and sample sd over seeds (`acc_`, `acc_sd_`), and the heads' mean
+    top weight and weight on the answer at the end (`top1_`, `ans1_`). With `against`
+    (another arm's finals, seed by seed: Xavier's), also the seeds' range (`acc_min_`,
+    `acc_max_`), the mean difference from `against` (`diff_`), the top weight at
+    initialisation (`top0_`) and the q/k weight norm at initialisation and at the end
+    (`qkw0_`, `qkw1_`)."""
     key, acc = key_of(condition), arms.final(condition)
 
     def probe(name: str, *at: int) -> float:
@@ -510,14 +510,14 @@ def glue_values(
 
 
 def pm(values: Sequence[float] | np.ndarray) -> str:
-    """``mean ± sd`` over seeds (sample standard deviation), one decimal: a table cell."""
+    """`mean ± sd` over seeds (sample standard deviation), one decimal: a table cell."""
     values = np.asarray(values, dtype=float)
     return f"{np.mean(values):.1f} ± {np.std(values, ddof=1):.1f}"
 
 
 def key_of(condition: Condition) -> str:
     """A glue key for a condition: scale, projections, head 0, optimizer, then its flags
-    (``16_qk_sgd_clip`` for SGD from W_q, W_k × 16 in every head, clipped)."""
+    (`16_qk_sgd_clip` for SGD from W_q, W_k × 16 in every head, clipped)."""
     parts = [f"{condition.scale:g}".replace(".", "_"), "".join(condition.projections)]
     if condition.heads is not None:
         parts.append("h0")
@@ -531,7 +531,7 @@ def key_of(condition: Condition) -> str:
 
 
 def condition_of(record: dict) -> Condition:
-    """The :class:`Condition` a committed run record was made with."""
+    """The `Condition` a committed run record was made with."""
     fields = {k: v for k, v in record["condition"].items() if k != "name"}
     return Condition(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
@@ -555,8 +555,8 @@ def _steps(job: tuple) -> int:
 
 
 def kernel_sample(processes: int) -> list[dict[str, object]]:
-    """KERNEL_SAMPLE re-run as the checks compare it: what :func:`main` runs on torch's
-    plain-C kernels (:func:`~.reproduce.plain_kernel_sample`)."""
+    """KERNEL_SAMPLE re-run as the checks compare it: what `main` runs on torch's
+    plain-C kernels (`plain_kernel_sample`)."""
     done = run_all(_job, [("runs", job) for job in KERNEL_SAMPLE], processes, longest_first=_steps)
     return [checked_values(record) for record in done]
 

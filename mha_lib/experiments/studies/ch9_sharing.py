@@ -2,28 +2,28 @@
 
 Parts (each a list of records, one per run):
 
-- ``equal_heads``: chapter 6's recall task and model with the same query heads and
-  ``num_kv_heads`` = all of them (multi-head), fewer (grouped-query) and one (multi-query);
+- `equal_heads`: chapter 6's recall task and model with the same query heads and
+  `num_kv_heads` = all of them (multi-head), fewer (grouped-query) and one (multi-query);
   every variant ends at the ceiling, which hides any difference;
-- ``hard``: a harder two-key recall (:data:`HARD`), where multi-head attention ends well
-  below the ceiling, over :data:`HARD_SEEDS`: the arms of :data:`ARMS` — multi-head,
+- `hard`: a harder two-key recall (`HARD`), where multi-head attention ends well
+  below the ceiling, over `HARD_SEEDS`: the arms of `ARMS` — multi-head,
   grouped, multi-query, a shared query (one query projection for every head, each head
-  with its own keys and values) and one head — decided against :data:`MARGIN`;
-- ``equal_params``: multi-query attention on recall with ``d_model`` widened until the model
+  with its own keys and values) and one head — decided against `MARGIN`;
+- `equal_params`: multi-query attention on recall with `d_model` widened until the model
   has about as many parameters as the multi-head one (what the saved key/value parameters
   buy when spent on width);
-- ``uptrain``: on both tasks, a trained multi-head model mean-pooled into grouped/multi-query
+- `uptrain`: on both tasks, a trained multi-head model mean-pooled into grouped/multi-query
   models (Ainslie et al. 2023): accuracy right after pooling and after a tenth of the run's
-  steps more (:data:`UPTRAIN_FRACTION`), against the same architecture trained from scratch
-  for those steps, over :data:`UPTRAIN_SEEDS`;
-- ``check``: a short run the chapter and the tests retrain.
+  steps more (`UPTRAIN_FRACTION`), against the same architecture trained from scratch
+  for those steps, over `UPTRAIN_SEEDS`;
+- `check`: a short run the chapter and the tests retrain.
 
 Run from the repository root (about half an hour on 2 quiet cores)::
 
     nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sharing \
         --processes 2 [--only hard uptrain ...]
 
-writes ``scripts/results/ch9_sharing.json`` with its provenance.
+writes `scripts/results/ch9_sharing.json` with its provenance.
 """
 
 from __future__ import annotations
@@ -115,13 +115,13 @@ PREFIX_ARM = "shared_query"
 
 
 def variant(config: Config, **changes: object) -> Config:
-    """``config`` with some fields changed."""
+    """`config` with some fields changed."""
     return Config(**{**config.to_dict(), **changes})
 
 
 def wider_for(config: Config, num_kv_heads: int) -> Config:
-    """The ``num_kv_heads`` variant whose ``d_model`` (a multiple of the heads) brings its
-    parameter count nearest to ``config``'s own."""
+    """The `num_kv_heads` variant whose `d_model` (a multiple of the heads) brings its
+    parameter count nearest to `config`'s own."""
     task = make_task(config.task, **config.task_args)
     target = parameter_count(build_model(config, task, 0))
     h = config.num_heads
@@ -145,7 +145,7 @@ def record(config: Config, seed: int, result: object, **extra: object) -> dict[s
 
 
 def run_plain(item: tuple[str, str, Config, int]) -> dict[str, object]:
-    """One training run; ``label`` is the task's name, or on the hard task the arm's."""
+    """One training run; `label` is the task's name, or on the hard task the arm's."""
     part, label, config, seed = item
     with threads(1):
         _, result = run_experiment(config, seed, progress=False)
@@ -154,7 +154,7 @@ def run_plain(item: tuple[str, str, Config, int]) -> dict[str, object]:
 
 
 def arm(name: str, config: Config = HARD) -> Config:
-    """The hard task's ``config`` as arm ``name`` of :data:`ARMS`."""
+    """The hard task's `config` as arm `name` of `ARMS`."""
     return variant(config, **ARMS[name])
 
 
@@ -191,7 +191,7 @@ def run_check() -> dict[str, object]:
 
 
 def jobs() -> dict[str, list[tuple[str, object]]]:
-    """Each part's work items, ``(kind, argument)``."""
+    """Each part's work items, `(kind, argument)`."""
     parts: dict[str, list[tuple[str, object]]] = {name: [] for name in PARTS}
     config = TASKS["recall"]
     for kv in KV_HEADS["recall"]:
@@ -244,8 +244,8 @@ def live_checks(live: dict, committed: dict) -> list[Check]:
 
 
 def prefix_checks(data: dict, seed: int = 0) -> list[Check]:
-    """The first :data:`PREFIX_STEPS` steps of the committed hard run of :data:`PREFIX_ARM`
-    and ``seed``, retrained now with the whole run's schedule: every evaluation up to there,
+    """The first `PREFIX_STEPS` steps of the committed hard run of `PREFIX_ARM`
+    and `seed`, retrained now with the whole run's schedule: every evaluation up to there,
     loss and accuracy, against the file."""
     record = next(
         (r for r in data["hard"] if r["arm"] == PREFIX_ARM and r["seed"] == seed), None
@@ -290,7 +290,7 @@ def adjusted(tests: Mapping[object, Difference]) -> dict[object, Difference]:
 
 def arm_differences(data: Mapping[str, list], margin: float = MARGIN) -> dict[str, Difference]:
     """Every other arm against multi-head attention on the hard task, paired by seed, decided
-    against ``margin`` (points) with Holm's correction over the arms."""
+    against `margin` (points) with Holm's correction over the arms."""
     accuracy = hard_accuracy(data)
     seeds = {name: sorted(r["seed"] for r in data["hard"] if r["arm"] == name) for name in ARMS}
     if any(seeds[name] != seeds["multi_head"] for name in ARMS):
@@ -304,8 +304,8 @@ def arm_differences(data: Mapping[str, list], margin: float = MARGIN) -> dict[st
 
 
 def uptrain_accuracy(data: Mapping[str, list], task: str) -> dict[str, np.ndarray]:
-    """One task's uptraining runs in percent, in seed order: ``multi_head``, and per number of
-    key/value heads ``g``: ``pooled_g``, ``uptrained_g``, ``scratch_short_g``."""
+    """One task's uptraining runs in percent, in seed order: `multi_head`, and per number of
+    key/value heads `g`: `pooled_g`, `uptrained_g`, `scratch_short_g`."""
     runs = sorted((r for r in data["uptrain"] if r["task_name"] == task), key=lambda r: r["seed"])
     if not runs:
         raise ValueError(f"no uptraining runs of task {task!r}")
@@ -319,9 +319,9 @@ def uptrain_accuracy(data: Mapping[str, list], task: str) -> dict[str, np.ndarra
 def uptrain_differences(
     data: Mapping[str, list], margin: float = MARGIN
 ) -> dict[tuple[str, str, int], Difference]:
-    """Uptrained models against the multi-head model they came from (``"multi_head"``) and
-    against the same architecture trained from scratch for the same steps (``"scratch"``),
-    paired by seed, keyed ``(against, task, g)``; Holm's correction over each family."""
+    """Uptrained models against the multi-head model they came from (`"multi_head"`) and
+    against the same architecture trained from scratch for the same steps (`"scratch"`),
+    paired by seed, keyed `(against, task, g)`; Holm's correction over each family."""
     families: dict[str, dict] = {"multi_head": {}, "scratch": {}}
     for task in UPTRAIN_TASKS:
         col = uptrain_accuracy(data, task)

@@ -2,29 +2,29 @@
 
 Parts (each a list of records):
 
-- ``minilm``: for every sentence of :data:`~mha_lib.data.sentences.NATURAL_SENTENCES`, every
-  layer and head of the packaged MiniLM, the weight on ``[CLS]`` and ``[SEP]`` and the
+- `minilm`: for every sentence of `NATURAL_SENTENCES`, every
+  layer and head of the packaged MiniLM, the weight on `[CLS]` and `[SEP]` and the
   relative change of the layer's attention output and of its output hidden state when the
   head's values there are zeroed or replaced by the mean of the ordinary tokens', when the
   same weight is taken from random ordinary tokens, and when the head is switched off
-  (:func:`mha_lib.analysis.sinks.sink_ablation`);
-- ``toy``: causal toy models on recall, :data:`SEEDS` seeds in each of four :data:`ARMS`: with
+  (`mha_lib.analysis.sinks.sink_ablation`);
+- `toy`: causal toy models on recall, `SEEDS` seeds in each of four `ARMS`: with
   or without a start token that carries nothing, and with every query naming a key in its
-  context or half of them naming a missing one (nothing to fetch); at :data:`TOY_STEPS`, the
+  context or half of them naming a missing one (nothing to fetch); at `TOY_STEPS`, the
   weight each head's queries put on position 0 against another context slot
-  (:func:`mha_lib.experiments.kv_sharing.first_position_mass`) and on the query positions;
-- ``check``: the first :data:`CHECK_STEPS` steps of one positive-control run, which the
+  (`mha_lib.experiments.kv_sharing.first_position_mass`) and on the query positions;
+- `check`: the first `CHECK_STEPS` steps of one positive-control run, which the
   chapter and the tests retrain.
 
 The margins of the chapter's two verdicts are fixed here, before the runs:
-:data:`SHARE_MARGIN` (when what a head takes from ``[CLS]``/``[SEP]`` is "small") and
-:data:`SINK_MARGIN` (when a head is a sink). Run from the repository root (6½ minutes of CPU
+`SHARE_MARGIN` (when what a head takes from `[CLS]`/`[SEP]` is "small") and
+`SINK_MARGIN` (when a head is a sink). Run from the repository root (6½ minutes of CPU
 in each of 2 processes; 66 minutes of wall time on 2 cores shared with a load of about 17)::
 
     HF_HUB_OFFLINE=1 nice .venv/bin/python -m mha_lib.experiments.studies.ch9_sinks \
         --processes 2 [--only toy]
 
-writes ``scripts/results/ch9_sinks.json`` with its provenance.
+writes `scripts/results/ch9_sinks.json` with its provenance.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ CHECK_TOLERANCE = 1e-4
 
 
 def arm_config(arm: str) -> Config:
-    """The toy's config for one of :data:`ARMS`."""
+    """The toy's config for one of `ARMS`."""
     for name, absent, start in ARMS:
         if name == arm:
             args = {**TASK, "absent": absent, "start_token": start}
@@ -128,7 +128,7 @@ def measure(model: torch.nn.Module, task: object, seed: int) -> dict[str, list]:
 
 
 def run_toy(item: tuple[str, int]) -> dict[str, object]:
-    """One arm and seed: the measurement at :data:`TOY_STEPS` and the held-out accuracy."""
+    """One arm and seed: the measurement at `TOY_STEPS` and the held-out accuracy."""
     arm, seed = item
     config = arm_config(arm)
     task = make_task(config.task, **config.task_args)
@@ -156,7 +156,7 @@ def toy_at_init(arm: str, seed: int) -> dict[str, list]:
 
 
 def run_check() -> dict[str, object]:
-    """The first :data:`CHECK_STEPS` steps of the positive control's seed 0, measured."""
+    """The first `CHECK_STEPS` steps of the positive control's seed 0, measured."""
     config = arm_config(POSITIVE_CONTROL)
     task = make_task(config.task, **config.task_args)
     with threads(1):
@@ -170,9 +170,9 @@ def run_check() -> dict[str, object]:
 def run_minilm(
     sentences: Sequence[str] | None = None, draws: int = DRAWS
 ) -> list[dict[str, object]]:
-    """:func:`~mha_lib.analysis.sinks.sink_ablation` on MiniLM: one record per sentence.
+    """`sink_ablation` on MiniLM: one record per sentence.
 
-    Only the ``random`` baseline depends on ``draws``: a live check that leaves it out can
+    Only the `random` baseline depends on `draws`: a live check that leaves it out can
     draw once."""
     from mha_lib import bert
     from mha_lib.analysis.sinks import sink_ablation
@@ -189,7 +189,7 @@ def run_minilm(
 
 
 def jobs() -> dict[str, list[tuple[str, object]]]:
-    """Each part's work items, ``(kind, argument)``."""
+    """Each part's work items, `(kind, argument)`."""
     return {
         "minilm": [("minilm", None)],
         "toy": [("toy", (arm, seed)) for arm, _, _ in ARMS for seed in SEEDS],
@@ -214,24 +214,24 @@ def cost(item: tuple[str, object]) -> float:
 
 
 def minilm_arrays(data: Mapping) -> dict[str, np.ndarray]:
-    """The ``minilm`` part as arrays ``(N, L, H)``, one per measure."""
+    """The `minilm` part as arrays `(N, L, H)`, one per measure."""
     rows = data["minilm"]
     return {k: np.array([r[k] for r in rows]) for k in rows[0] if k != "sentence"}
 
 
 def sink_heads(data: Mapping) -> list[tuple[int, int]]:
-    """``(layer, head)`` of the heads whose mean weight on [CLS] and [SEP] exceeds
-    :data:`SINK_WEIGHT`, over the file's sentences."""
+    """`(layer, head)` of the heads whose mean weight on [CLS] and [SEP] exceeds
+    `SINK_WEIGHT`, over the file's sentences."""
     weight = minilm_arrays(data)["weight"].mean(0)  # (L, H)
     return [tuple(int(i) for i in lh) for lh in np.argwhere(weight > SINK_WEIGHT)]
 
 
 def share_tests(data: Mapping, ablation: str = "zero") -> list[dict[str, object]]:
-    """For each sink head: its per-sentence share ``||ΔA_ablation|| / ||ΔA_off||`` tested
-    against :data:`SHARE_MARGIN` (one-sample, over sentences), Holm-corrected over the heads.
+    """For each sink head: its per-sentence share `||ΔA_ablation|| / ||ΔA_off||` tested
+    against `SHARE_MARGIN` (one-sample, over sentences), Holm-corrected over the heads.
 
-    Each entry: ``head``, ``weight`` (on [CLS]/[SEP]), ``share`` (mean over sentences),
-    ``difference`` (the :class:`Difference`) and ``small`` (shown below the margin after the
+    Each entry: `head`, `weight` (on [CLS]/[SEP]), `share` (mean over sentences),
+    `difference` (the `Difference`) and `small` (shown below the margin after the
     correction)."""
     a = minilm_arrays(data)
     heads = sink_heads(data)
@@ -249,9 +249,9 @@ def share_tests(data: Mapping, ablation: str = "zero") -> list[dict[str, object]
 
 
 def toy_arrays(data: Mapping, arm: str) -> dict[str, np.ndarray]:
-    """One arm's records, sorted by seed: ``first``, ``others``, ``queries`` as
-    ``(seeds, checkpoints, layers, heads)``, ``ratio`` = first / others, ``accuracy``
-    ``(seeds, checkpoints)`` (NaN at step 0)."""
+    """One arm's records, sorted by seed: `first`, `others`, `queries` as
+    `(seeds, checkpoints, layers, heads)`, `ratio` = first / others, `accuracy`
+    `(seeds, checkpoints)` (NaN at step 0)."""
     runs = sorted((r for r in data["toy"] if r["arm"] == arm), key=lambda r: r["seed"])
     if not runs:
         raise ValueError(f"no toy runs for arm {arm!r}")
@@ -265,11 +265,11 @@ def toy_arrays(data: Mapping, arm: str) -> dict[str, np.ndarray]:
 
 
 def sink_test(data: Mapping, arm: str, checkpoint: int = -1) -> dict[str, object]:
-    """One arm: per seed the most lopsided head's ratio at ``checkpoint``, and the test of its
-    excess over an even spread (ratio − 1) against :data:`SINK_MARGIN`.
+    """One arm: per seed the most lopsided head's ratio at `checkpoint`, and the test of its
+    excess over an even spread (ratio − 1) against `SINK_MARGIN`.
 
-    ``verdict`` is ``"no sink"`` (shown within the margin: two one-sided tests), ``"sink"``
-    (the 95 % interval lies above the margin) or ``"undecided"``."""
+    `verdict` is `"no sink"` (shown within the margin: two one-sided tests), `"sink"`
+    (the 95 % interval lies above the margin) or `"undecided"`."""
     ratio = toy_arrays(data, arm)["ratio"][:, checkpoint]  # (seeds, L, H)
     largest = ratio.reshape(len(ratio), -1).max(-1)  # (seeds,)
     d = compare(largest - 1.0, margin=SINK_MARGIN, alpha=ALPHA)
@@ -287,7 +287,7 @@ def sink_test(data: Mapping, arm: str, checkpoint: int = -1) -> dict[str, object
 
 
 def sink_checks(live: Mapping, committed: Mapping) -> list[Check]:
-    """:func:`toy_at_init` against the file's first checkpoint of the same arm and seed."""
+    """`toy_at_init` against the file's first checkpoint of the same arm and seed."""
     what = f"ch9 causal toy ({committed['arm']}, seed {committed['seed']})"
     return [
         Check(f"{what}: weight on position 0 at step 0",
@@ -298,7 +298,7 @@ def sink_checks(live: Mapping, committed: Mapping) -> list[Check]:
 
 
 def check_checks(live: Mapping, committed: Mapping) -> list[Check]:
-    """:func:`run_check` retrained against the file's ``check`` record."""
+    """`run_check` retrained against the file's `check` record."""
     what = f"ch9 positive control, first {committed['steps']} steps"
     return [
         Check(f"{what}: weight on position 0", sum(live["first"], []),
@@ -308,7 +308,7 @@ def check_checks(live: Mapping, committed: Mapping) -> list[Check]:
 
 
 def minilm_checks(live: Sequence[Mapping], committed: Sequence[Mapping]) -> list[Check]:
-    """:func:`run_minilm` on the first sentences against the file's rows for them."""
+    """`run_minilm` on the first sentences against the file's rows for them."""
     checks = []
     for row, ref in zip(live, committed, strict=False):
         if row["sentence"] != ref["sentence"]:
@@ -322,9 +322,9 @@ def minilm_checks(live: Sequence[Mapping], committed: Sequence[Mapping]) -> list
 
 
 def live_checks(live: Mapping, committed: Mapping) -> list[Check]:
-    """Every part a page recomputed (``live``, any of ``toy``: :func:`toy_at_init` by
-    ``(arm, seed)``; ``check``: :func:`run_check`; ``minilm``: :func:`run_minilm` on the first
-    sentences) against the whole file ``committed``, in that order."""
+    """Every part a page recomputed (`live`, any of `toy`: `toy_at_init` by
+    `(arm, seed)`; `check`: `run_check`; `minilm`: `run_minilm` on the first
+    sentences) against the whole file `committed`, in that order."""
     checks = []
     if "toy" in live:
         first = {(r["arm"], r["seed"]): r for r in committed["toy"]}

@@ -1,11 +1,11 @@
 """The book's real-model verdicts on MiniLM and on its negative control, as a committed study.
 
-``python -m mha_lib.replicate`` runs the chapters' real-model measurements on any BERT-family
-model (:mod:`mha_lib.replicate`). This study runs it on the two models the book can ship
+`python -m mha_lib.replicate` runs the chapters' real-model measurements on any BERT-family
+model (`mha_lib.replicate`). This study runs it on the two models the book can ship
 offline, and commits both reports for the page "Run it on your model":
 
-- ``minilm``: the packaged all-MiniLM-L6-v2, the model every chapter measures;
-- ``random_bert_base``: a randomly initialised model of BERT-base's shape (12 layers × 12
+- `minilm`: the packaged all-MiniLM-L6-v2, the model every chapter measures;
+- `random_bert_base`: a randomly initialised model of BERT-base's shape (12 layers × 12
   heads × 64, MiniLM's vocabulary, seed 0), the negative control: a claim that needs training
   must come out not supported on it.
 
@@ -15,9 +15,9 @@ Regenerate with::
 
 Each part is one report, run on two threads as a reader would run it (their wall and CPU
 times are the page's timings), about 5 and 20 minutes on 2 idle cores; the Markdown reports
-and their figures go to ``bench/results/replicate/<part>/``. The page, and the tests on
-torch's plain-C kernels, rerun the sink measurement on both models (:data:`CHECK_MEASURES`) and
-compare its numbers with the file (:func:`live_checks`).
+and their figures go to `bench/results/replicate/<part>/`. The page, and the tests on
+torch's plain-C kernels, rerun the sink measurement on both models (`CHECK_MEASURES`) and
+compare its numbers with the file (`live_checks`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ TOLERANCE = 1e-3
 
 
 def load(part: str) -> object:
-    """The model of ``part`` (:data:`MODELS`), loaded as the command line loads it."""
+    """The model of `part` (`MODELS`), loaded as the command line loads it."""
     from mha_lib.replicate import load_model
 
     if part not in MODELS:
@@ -64,9 +64,9 @@ def load(part: str) -> object:
 
 
 def run_one(part: str, measures: Sequence[str] | None = None, out: Path | None = None) -> dict:
-    """The report of ``part`` (all measurements, or ``measures``) as the JSON record the file
+    """The report of `part` (all measurements, or `measures`) as the JSON record the file
     keeps: the model, its shape, the rows with their numbers, the times and the peak memory.
-    The Markdown report and its figures are written to ``out`` (a temporary folder if None)."""
+    The Markdown report and its figures are written to `out` (a temporary folder if None)."""
     from mha_lib.replicate import run
 
     loaded = load(part)
@@ -78,7 +78,7 @@ def run_one(part: str, measures: Sequence[str] | None = None, out: Path | None =
 
 
 def row(record: Mapping, number: str) -> Mapping:
-    """The row of ledger number ``number`` in a record (the first, if several share it)."""
+    """The row of ledger number `number` in a record (the first, if several share it)."""
     for r in record["rows"]:
         if r["number"] == number:
             return r
@@ -86,7 +86,7 @@ def row(record: Mapping, number: str) -> Mapping:
 
 
 def live_checks(live: Mapping, committed: Mapping) -> list[Check]:
-    """A rerun of :data:`CHECK_MEASURES` against the committed report of the same model: every
+    """A rerun of `CHECK_MEASURES` against the committed report of the same model: every
     number of the rows it decides (rows 18a and 18), and their verdicts."""
     if live["part"] != committed["part"] or live["model"] != committed["model"]:
         raise ValueError("live and committed are not the same model")
