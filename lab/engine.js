@@ -155,7 +155,7 @@ export class LabEngine {
 
   encode(text) {
     if (typeof text !== "string" || text.trim() === "") throw new TypeError("text is empty");
-    return this.tokenizer.encode(text, this.meta.max_positions);
+    return this.tokenizer.encode(text, this.meta.max_tokens);
   }
 
   // Serialised: one session runs one call at a time.

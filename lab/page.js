@@ -367,7 +367,7 @@ export class LabPage {
         ? t("note_timing", { ...times, model: fmt(spent.ms, 0), runs: spent.runs })
         : t("note_timing_cached", times);
       const noted = this.note(res.truncated > 0
-        ? t("note_truncated", { positions: this.engine.meta.max_positions, cut: res.truncated, shown: res.T - 2, timing })
+        ? t("note_truncated", { tokens: this.engine.meta.max_tokens, cut: res.truncated, shown: res.T - 2, timing })
         : timing, res.truncated > 0 ? "warn" : "info");
       const what = textChanged ? noted : $("#mha-lab-count", this.root).textContent;
       this.finished(quiet ? null : [what, top].filter(Boolean).join(" "));

@@ -320,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from mha_lib import bert
+    from mha_lib.bert.lab import max_tokens
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     torch.manual_seed(0)
@@ -367,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         "heads": int(cfg.num_attention_heads),
         "d_model": int(cfg.hidden_size),
         "max_positions": int(cfg.max_position_embeddings),
+        "max_tokens": max_tokens(),  # where sentence-transformers cuts (the page too)
         "vocab_size": int(cfg.vocab_size),
         "do_lower_case": bool(getattr(tokenizer, "do_lower_case", True)),
         "opset": OPSET,

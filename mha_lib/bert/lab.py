@@ -11,12 +11,35 @@ zeroed (transformers 4 returned zeros instead; the outputs are the same either w
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import torch
 from torch import nn
 
 from mha_lib._checks import check_floating
-from mha_lib.bert.loading import encoder_layers, num_heads, require_eager
+from mha_lib.bert.loading import default_model_path, encoder_layers, num_heads, require_eager
 from mha_lib.bert.surgery import head_mask
+
+
+def max_tokens(model_dir: Path | None = None) -> int:
+    """How many word pieces the lab reads: as many as sentence-transformers gives the model.
+
+    all-MiniLM-L6-v2 has 512 positions, but sentence-transformers cuts its input at the
+    `max_seq_length` of `sentence_bert_config.json` (256; the model was trained on 128), so
+    a longer text gets an embedding it was never trained for. The lab cuts where the model's
+    own users do, which also keeps a long text's update quick in a browser.
+    """
+    folder = default_model_path() if model_dir is None else Path(model_dir)
+    config = json.loads((folder / "config.json").read_text())
+    positions = int(config["max_position_embeddings"])
+    settings = folder / "sentence_bert_config.json"
+    if not settings.is_file():
+        return positions
+    length = json.loads(settings.read_text()).get("max_seq_length")
+    if not isinstance(length, int) or isinstance(length, bool) or length < 2:
+        raise ValueError(f"{settings}: max_seq_length must be an integer >= 2, got {length!r}")
+    return min(length, positions)
 
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -69,14 +92,14 @@ def lab_outputs(
 ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
     """The lab's answer in Python: `(tokens, maps (L, H, T, T), embedding (D,))` for `text`.
 
-    The reference the browser test compares the page with; truncated to the model's
-    positions as the page truncates.
+    The reference the browser test compares the page with; truncated to `max_tokens()`
+    word pieces as the page truncates.
     """
     lab = LabModel(model)
     if mask is None:
         mask = torch.ones(lab.num_layers, lab.num_heads)
     enc = tokenizer(
-        text, truncation=True, max_length=model.config.max_position_embeddings, return_tensors="pt"
+        text, truncation=True, max_length=max_tokens(), return_tensors="pt"
     )
     with torch.inference_mode():
         maps, embedding = lab(enc["input_ids"], enc["attention_mask"], mask.float())
