@@ -20,6 +20,7 @@ from conftest import REPO
 from docutils import nodes
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "book" / "_ext" / "i18n"))
 
 # --- Each rule on hand-made cases ----------------------------------------------------------
 
