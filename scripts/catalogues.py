@@ -4,13 +4,13 @@
     python scripts/catalogues.py check    # what CI checks (tests/book/test_translation.py)
 
 `update` extracts every message of the book with Sphinx's gettext builder (the prose of each
-page and notebook, plus the figure alt texts and table labels that book/_ext/translated_outputs.py
-adds) and merges it into `locales/zh_CN/LC_MESSAGES/<page>.po` with sphinx-intl: new messages
-arrive empty, changed ones fuzzy, and the translator's work is kept. `check` fails on any
-message that is empty or fuzzy, on one left in English (unless a translator's comment says
-`keep`), and on any translation that changed what must survive translation unchanged:
-maths, roles (glue, citations, cross-references), inline code, link targets, HTML tags and
-numbered placeholders.
+page and notebook, plus the figure alt texts and table labels that
+book/_ext/i18n/translated_outputs.py adds) and merges it into
+`locales/zh_CN/LC_MESSAGES/<page>.po` with sphinx-intl: new messages arrive empty, changed ones
+fuzzy, and the translator's work is kept. `check` fails on any message that is empty or fuzzy,
+on one left in English (unless a translator's comment says `keep`), and on any translation that
+changed what must survive translation unchanged: maths, roles (glue, citations,
+cross-references), inline code, link targets, HTML tags and numbered placeholders.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The same execution also feeds the Chinese edition: `show` adds to the output a s
 copy of the figure, an SVG whose words are text elements (`text/markdown`, which Jupyter
 and the English site never show; book/zh.yml ranks it first). The Chinese build translates
 those words from the page's catalogue, as it translates alt texts and table headers
-(book/_ext/translated_outputs.py), so a figure's titles, axes and legends read in Chinese
+(book/_ext/i18n/translated_outputs.py), so a figure's titles, axes and legends read in Chinese
 without running anything again.
 """
 

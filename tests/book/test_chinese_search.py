@@ -1,6 +1,6 @@
 """The Chinese edition's search cuts a query into the words its index knows
-(book/_ext/static/chinese_search.js, run under node) and indexes every character
-(book/_ext/chinese_search.py)."""
+(book/_ext/i18n/static/chinese_search.js, run under node) and indexes every character
+(book/_ext/i18n/chinese_search.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from node_js import node_executable
 
-EXT = Path(__file__).resolve().parents[2] / "book" / "_ext"
+EXT = Path(__file__).resolve().parents[2] / "book" / "_ext" / "i18n"
 RUNNER = """
 const vm = require("vm");
 const ctx = { window: {} };

@@ -20,6 +20,7 @@ from conftest import REPO
 from docutils import nodes
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "book" / "_ext" / "i18n"))
 
 # --- Each rule on hand-made cases ----------------------------------------------------------
 
@@ -126,7 +127,7 @@ def test_no_space_between_chinese_characters_at_markup() -> None:
 
 
 def test_glued_negative_numbers_get_a_minus_sign() -> None:
-    from translated_glue import MINUS, with_minus_signs
+    from minus_signs import MINUS, with_minus_signs
 
     assert with_minus_signs("-2.9") == f"{MINUS}2.9"
     assert with_minus_signs("-0.5 to -1.2") == f"{MINUS}0.5 to {MINUS}1.2"

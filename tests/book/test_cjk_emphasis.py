@@ -1,4 +1,4 @@
-"""Bold next to Chinese punctuation (book/_ext/cjk_emphasis.py): closes where a reader expects,
+"""Bold next to Chinese punctuation (book/_ext/i18n/cjk_emphasis.py): closes where a reader expects,
 and changes nothing in text without CJK characters (markdown-it's own scan is the reference)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline.state_inline import StateInline
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext" / "i18n"))
 import cjk_emphasis  # noqa: E402
 
 COMMONMARK_SCAN = StateInline.scanDelims

@@ -675,7 +675,7 @@ _CHINESE_JS = f"""async englishUrl => {{
 }}"""
 
 
-# Chinese has no italics (book/_ext/cjk_emphasis.py, _static/book.css): no element whose own
+# Chinese has no italics (book/_ext/i18n/cjk_emphasis.py, _static/book.css): no element whose own
 # text holds Chinese is drawn in italics or oblique, as the browser computes its style; and an
 # emphasis of Chinese text stays visible, in bold or in 楷体 (KaiTi's stack, a Song face without).
 _CJK_ITALICS_JS = """() => {
@@ -700,7 +700,7 @@ _CJK_ITALICS_JS = """() => {
   return {italic, lost};
 }"""
 
-# The theme's own words on a Chinese page (book/_ext/interface_strings.py): every text and
+# The theme's own words on a Chinese page (book/_ext/i18n/interface_strings.py): every text and
 # every tooltip or label (title, aria-label, ...) outside the article's prose, and the theme's
 # parts inside it (heading links, toggles, buttons, also those its scripts add), is Chinese,
 # but for code, formulas and the names below; an element marked lang="en" (the switcher to the
@@ -861,7 +861,7 @@ def test_language_switcher_keeps_the_section(site: Site, built_book: Path) -> No
 
 
 # Words of the Chinese edition, each on several pages: a reader's query is not cut into words,
-# so the search must find a phrase wherever the pages use it (book/_ext/chinese_search.py).
+# so the search must find a phrase wherever the pages use it (book/_ext/i18n/chinese_search.py).
 CHINESE_TERMS = (
     "多头注意力", "注意力头", "位置编码", "剪枝", "词元", "随机种子", "重要性", "基线", "消融",
     "共指", "依存", "初始化", "梯度", "准确率", "参数量", "注意力图", "融合内核", "预训练模型",
@@ -944,7 +944,7 @@ def _search(
 
 # The search page's own search, run in the page for one query: the pages it lists, in order.
 # It is what the page runs for `search.html?q=...` (searchtools.js: Search.query calls
-# _parseQuery, which splits with book/_ext/static/chinese_search.js's splitQuery, then
+# _parseQuery, which splits with book/_ext/i18n/static/chinese_search.js's splitQuery, then
 # _performSearch, and lists every result); _in_page_search checks that on its first queries.
 _PAGES_FOUND_JS = "q => Search._performSearch(...Search._parseQuery(q)).map(r => r[0])"
 
@@ -1062,7 +1062,7 @@ def test_chinese_search_finds_every_glossary_term_on_the_glossary(
     assert not missed, f"the search for these glossary terms misses the glossary: {missed}"
 
 
-# Words a reader types that the pages do not use as a phrase (book/_ext/chinese_search.py):
+# Words a reader types that the pages do not use as a phrase (book/_ext/i18n/chinese_search.py):
 # 缩放点积 (the chapter on scaling says 缩放 and 点积, never the phrase), and d2l-zh's 注意力汇聚
 # (its attention pooling), which readers type for the sinks; each must find these pages.
 SEARCHES = {

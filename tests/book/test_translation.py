@@ -20,6 +20,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+sys.path.insert(0, str(REPO / "book" / "_ext" / "i18n"))
 
 import catalogues  # noqa: E402
 from language_switcher import other_edition_url  # noqa: E402

@@ -1,5 +1,5 @@
 /* Chinese search: a query's Chinese cut into the pieces the book's index knows
- * (book/_ext/chinese_search.py indexes every character and pair of the pages, and jieba's
+ * (book/_ext/i18n/chinese_search.py indexes every character and pair of the pages, and jieba's
  * words).
  *
  * Sphinx's searchtools.js calls the global splitQuery() when a search runs, with the index

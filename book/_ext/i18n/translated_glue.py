@@ -6,9 +6,6 @@ notebook page myst-nb parses that as plain MyST, without the notebook's glue dat
 this problem: it is resolved later, from the glue cache that myst-nb writes for every notebook.
 So, in a translated message only, this extension spells an in-page glue reference as a reference
 to the page itself (`01_qkv_lookup.ipynb::key`): same value, resolved the way that works.
-
-In both editions, a glued negative number is printed with a minus sign (U+2212), as text
-typesetting writes it, not with the hyphen that Python's formatting gives: "−2.9", not "-2.9".
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from typing import Any
 from docutils import nodes
 from myst_nb.sphinx_ import Parser
 from sphinx.application import Sphinx
-from sphinx.transforms.post_transforms import SphinxPostTransform
 
 # An in-page reference: the role's content has no "::" (a cross-page one is left alone).
 _IN_PAGE_GLUE = re.compile(r"\{(glue(?::[a-z]+)?)\}`(?![^`]*::)([^`]+)`")
@@ -51,34 +47,7 @@ class TranslatedGlueParser(Parser):
         super().parse(inputstring, document)
 
 
-MINUS = "\u2212"
-# A hyphen that is a sign: before a digit (or ".5"), not after a letter, digit or point ("2-0",
-# "BERT-base", "1e-05" keep theirs).
-_SIGN = re.compile(r"(?<![\w.])-(?=\.?\d)")
-
-
-def with_minus_signs(text: str) -> str:
-    """`text` with each negative number's hyphen as a minus sign."""
-    return _SIGN.sub(MINUS, text)
-
-
-class GluedMinusSigns(SphinxPostTransform):
-    """Glued text (myst-nb's `pasted-text`, in-page or from another page) with minus signs."""
-
-    default_priority = 700  # after myst-nb has resolved glue from other pages (5)
-
-    def run(self, **kwargs: Any) -> None:
-        for node in self.document.findall(nodes.inline):
-            if "pasted-text" not in node["classes"]:
-                continue
-            for text in list(node.findall(nodes.Text)):
-                signed = with_minus_signs(text.astext())
-                if signed != text.astext():
-                    text.parent.replace(text, nodes.Text(signed))
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("myst_nb")
     app.add_source_parser(TranslatedGlueParser, override=True)
-    app.add_post_transform(GluedMinusSigns)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
