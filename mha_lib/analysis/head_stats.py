@@ -50,6 +50,14 @@ def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
 # Where a head's mass goes and how far it looks, one sentence at a time.
 
 
+def _distances(
+    t: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64
+) -> torch.Tensor:
+    """`(T, T)`: |i − j|, how many tokens query `i` and key `j` lie apart."""
+    pos = torch.arange(t, dtype=dtype, device=device)
+    return (pos[:, None] - pos[None, :]).abs()  # (T, T)
+
+
 def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
     """Mean entropy (nats) of the query rows: 0 = one key gets everything, ln T = uniform."""
     check_maps(maps)
@@ -86,16 +94,14 @@ def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
     t = check_maps(maps)
     if isinstance(width, bool) or not isinstance(width, int) or width < 0:
         raise ValueError(f"width must be a non-negative int, got {width!r}")
-    pos = torch.arange(t, device=maps.device)
-    band = (pos[:, None] - pos[None, :]).abs() <= width  # (T, T)
+    band = _distances(t, maps.device) <= width  # (T, T)
     return (maps * band).sum(-1).mean(-1)  # (...)
 
 
 def mean_distance(maps: torch.Tensor) -> torch.Tensor:
     """Mean |query − key| distance in tokens, weighted by attention: how far a head looks."""
     t = check_maps(maps)
-    pos = torch.arange(t, dtype=maps.dtype, device=maps.device)
-    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T)
+    dist = _distances(t, maps.device, maps.dtype)  # (T, T)
     return (maps * dist).sum(-1).mean(-1)  # (...)
 
 
@@ -230,8 +236,7 @@ def distance_ratio(maps: Sequence[torch.Tensor], *, drop_specials: bool = True) 
         t = x.shape[-1]
         if t < 2:
             raise ValueError("a sentence needs at least two tokens to measure a distance")
-        pos = torch.arange(t, dtype=x.dtype)
-        dist = (pos[:, None] - pos[None, :]).abs()  # (T, T)
+        dist = _distances(t, dtype=x.dtype)  # (T, T)
         out.append((x * dist).sum(-1).mean(-1) / uniform_distance(t))  # (...)
     return torch.stack(out).float()
 
@@ -248,8 +253,7 @@ def far_mass(
     for m in maps:
         x = _inner(m, drop_specials)
         t = x.shape[-1]
-        pos = torch.arange(t)
-        far = ((pos[:, None] - pos[None, :]).abs() >= min_distance).to(x.dtype)  # (T, T)
+        far = (_distances(t) >= min_distance).to(x.dtype)  # (T, T)
         measured.append((x * far).sum(-1).mean(-1))  # (...)
         uniform.append(far.sum(-1).mean() / t)  # a uniform row puts 1/T on every key
     return torch.stack(measured).float(), torch.stack(uniform).float()
@@ -266,8 +270,7 @@ def decay_map(t: int, tau: torch.Tensor | float) -> torch.Tensor:
     tau = torch.as_tensor(tau, dtype=torch.float64)
     if torch.isnan(tau).any() or (tau <= 0).any():
         raise ValueError("tau must be positive (inf for a uniform head)")
-    pos = torch.arange(t, dtype=torch.float64)
-    dist = (pos[:, None] - pos[None, :]).abs()  # (t, t)
+    dist = _distances(t, dtype=torch.float64)  # (t, t)
     rate = (1.0 / tau)[..., None, None]  # (..., 1, 1): 0 for a uniform head
     scores = -dist * rate  # (..., t, t)
     return torch.softmax(scores, dim=-1)
@@ -283,8 +286,7 @@ def _decay_pooled(lengths: Sequence[int], tau: torch.Tensor) -> tuple[torch.Tens
         counts[int(t)] = counts.get(int(t), 0) + 1
     for t, n in counts.items():
         m = decay_map(t, tau)  # (..., t, t)
-        pos = torch.arange(t, dtype=torch.float64)
-        dist = (pos[:, None] - pos[None, :]).abs()
+        dist = _distances(t, dtype=torch.float64)  # (t, t)
         dist_sum += n * (m * dist).sum((-2, -1))
         self_sum += n * m.diagonal(dim1=-2, dim2=-1).sum(-1)
     rows = sum(int(t) for t in lengths)
