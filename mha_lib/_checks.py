@@ -51,6 +51,14 @@ def check_rank(x: torch.Tensor, rank: int, name: str, layout: str) -> None:
         raise ValueError(f"{name} must have {rank} dimensions {layout}, got shape {tuple(x.shape)}")
 
 
+def check_maps(maps: torch.Tensor, name: str = "maps") -> int:
+    """`T` of attention maps `(..., T, T)` with `T > 0`, else an error naming `name`."""
+    check_floating(maps, name)
+    if maps.dim() < 2 or maps.shape[-1] != maps.shape[-2] or maps.shape[-1] == 0:
+        raise ValueError(f"{name} must have shape (..., T, T) with T > 0, got {tuple(maps.shape)}")
+    return maps.shape[-1]
+
+
 def check_mask_dtype(mask: torch.Tensor, name: str, like: torch.Tensor) -> None:
     """A mask is boolean, or floating with the dtype of the scores it is added to."""
     check_tensor(mask, name)

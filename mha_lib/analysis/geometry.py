@@ -1,9 +1,10 @@
-"""Geometry of queries and keys, and sharpness statistics of attention maps.
+"""Geometry of random queries and keys in many dimensions: cosines, dot products, attention.
 
 Chapter 4 tests the claim that in high dimensions dot products "lose
 contrast": it samples cosines and scaled dot products of random vectors,
-compares them with their closed forms, and reads the same statistics off a
-trained model's attention (entropy, largest weight, mass on the diagonal).
+compares them with their closed forms, and reads how sharp softmax attention over
+random keys is (entropy, largest weight, weight on the token itself), the statistics
+of `head_stats` that it also reads off a trained model's attention.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import math
 
 import torch
 
-from mha_lib._checks import check_floating, check_positive_int, check_rank
-from mha_lib.analysis.softmax_stats import entropy
+from mha_lib._checks import check_floating, check_positive_int
+from mha_lib.analysis.head_stats import diagonal_mass, entropy, max_weight
 
 
 def _check_generator(generator: torch.Generator) -> None:
@@ -114,12 +115,6 @@ def pairwise_cosines(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return qn @ kn.transpose(-2, -1)  # (..., Tq, Tk)
 
 
-def _check_weights(weights: torch.Tensor) -> None:
-    check_floating(weights, "weights")
-    if weights.dim() < 1:
-        raise ValueError("weights must have at least 1 dimension (..., Tk)")
-
-
 def sharpness_over_key_sets(
     dim: int,
     num_keys: int,
@@ -147,51 +142,6 @@ def sharpness_over_key_sets(
         entropies.append(entropy(weights).mean())
         largest.append(max_weight(weights).mean())
     return torch.stack(entropies), torch.stack(largest)  # (num_sets,), (num_sets,)
-
-
-def max_weight(weights: torch.Tensor) -> torch.Tensor:
-    """Largest weight of each attention row, `(..., Tk) → (...)`."""
-    _check_weights(weights)
-    return weights.amax(-1)  # (...)
-
-
-def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
-    """Mean weight a query puts on its own position, `(..., T, T) → (...)`."""
-    check_floating(weights, "weights")
-    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"weights must be square (..., T, T), got shape {tuple(weights.shape)}")
-    return weights.diagonal(dim1=-2, dim2=-1).mean(-1)  # (...)
-
-
-def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
-    """Per-head sharpness and self-attention of one layer's maps `(B, H, T, T)`.
-
-    `rows` (bool `(T,)`) restricts the statistics to some query positions
-    (e.g. the positions that are scored). Returns per-head lists `entropy`,
-    `max_weight`, `diagonal` (mean weight on the query's own position) and
-    the scalar `diagonal_of_mean`: the same for the head-averaged map.
-    Because the diagonal is linear in the map, the head-averaged map's diagonal
-    mass is exactly the mean of the heads' masses; averaging can dilute one
-    head's self-bias, never remove the heads' mean bias.
-    """
-    check_floating(weights, "weights")
-    check_rank(weights, 4, "weights", "(batch, heads, T, T)")
-    length = weights.shape[-1]
-    if weights.shape[-2] != length:
-        raise ValueError(f"weights must be square in T, got shape {tuple(weights.shape)}")
-    if rows is None:
-        rows = torch.ones(length, dtype=torch.bool)
-    if rows.dtype != torch.bool or tuple(rows.shape) != (length,):
-        raise ValueError(f"rows must be a bool tensor of shape ({length},)")
-    diag = weights.diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, H, R)
-    picked = weights[:, :, rows]  # (B, H, R, T)
-    mean_map_diag = weights.mean(1).diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, R)
-    return {
-        "entropy": entropy(picked).mean((0, 2)).tolist(),
-        "max_weight": max_weight(picked).mean((0, 2)).tolist(),
-        "diagonal": diag.mean((0, 2)).tolist(),
-        "diagonal_of_mean": mean_map_diag.mean().item(),
-    }
 
 
 def random_self_weight(

@@ -1,10 +1,13 @@
-"""What each attention head does, in numbers: entropy, where its mass goes, how far it looks.
+"""What each attention head does, in numbers: one number per head, read off its maps.
 
-Every function takes attention maps `(..., T, T)` whose rows (queries) sum to
-1 and returns one number per head `(...)`: a mean over the query rows of one
-sentence. `head_statistics` pools many sentences by averaging over all
-their query tokens (Clark et al. 2019 average over tokens the same way), and
-`head_distances` compares heads with the Jensen–Shannon distance.
+Every function takes attention maps `(..., T, T)` whose rows (queries) sum to 1 and
+returns one number per head `(...)`: a mean over the query rows of one sentence. How
+peaked the rows are (`entropy`, `max_weight`), where their mass goes (`mass_on`,
+`offset_mass`, `special_mass`), how far a head looks (`mean_distance`, and against a
+head that attends uniformly or by position alone: `distance_ratio`, `matched_decay`).
+`head_statistics` pools many sentences by averaging over all their query tokens
+(Clark et al. 2019 average over tokens the same way); which heads are alike is
+`head_groups`.
 """
 
 from __future__ import annotations
@@ -12,33 +15,58 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from mha_lib._checks import check_floating, check_positive_int
-from mha_lib.analysis import differences, softmax_stats
+from mha_lib._checks import check_floating, check_maps, check_positive_int, check_rank
 
 PUNCTUATION = frozenset(string.punctuation)
 
+# How peaked a softmax is, and how much gradient flows through it. Chapter 2 uses these to
+# show what dividing by √d_k buys: without it, scores grow with d_k, the softmax saturates,
+# and its Jacobian (the only path by which a loss can move the scores) shrinks towards zero.
 
-def _check_maps(maps: torch.Tensor, name: str = "maps") -> int:
-    check_floating(maps, name)
-    if maps.dim() < 2 or maps.shape[-1] != maps.shape[-2] or maps.shape[-1] == 0:
-        raise ValueError(f"{name} must have shape (..., T, T) with T > 0, got {tuple(maps.shape)}")
-    return maps.shape[-1]
+
+def entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats of each distribution along the last axis (0·log 0 = 0).
+
+    `log T` for uniform attention over `T` keys, 0 for a one-hot.
+    """
+    check_floating(weights, "weights")
+    terms = weights * torch.log(weights.clamp_min(torch.finfo(weights.dtype).tiny))
+    return -terms.sum(dim=-1)  # (...)
+
+
+def softmax_jacobian(weights: torch.Tensor) -> torch.Tensor:
+    """`∂softmax(s)/∂s = diag(p) − p pᵀ` for each distribution `p` on the last axis.
+
+    Shape `(..., T) → (..., T, T)`. It vanishes as `p` approaches a one-hot,
+    which is what a saturated softmax does to learning.
+    """
+    check_floating(weights, "weights")
+    return torch.diag_embed(weights) - weights.unsqueeze(-1) * weights.unsqueeze(-2)
+
+
+# Where a head's mass goes and how far it looks, one sentence at a time.
+
+
+def _distances(
+    t: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.int64
+) -> torch.Tensor:
+    """`(T, T)`: |i − j|, how many tokens query `i` and key `j` lie apart."""
+    pos = torch.arange(t, dtype=dtype, device=device)
+    return (pos[:, None] - pos[None, :]).abs()  # (T, T)
 
 
 def mean_entropy(maps: torch.Tensor) -> torch.Tensor:
     """Mean entropy (nats) of the query rows: 0 = one key gets everything, ln T = uniform."""
-    _check_maps(maps)
-    return softmax_stats.entropy(maps).mean(-1)  # (...)
+    check_maps(maps)
+    return entropy(maps).mean(-1)  # (...)
 
 
 def mass_on(maps: torch.Tensor, keys: torch.Tensor | Sequence[bool]) -> torch.Tensor:
     """Mean attention that a query puts on the keys where `keys` is True (e.g. `[CLS]`)."""
-    t = _check_maps(maps)
+    t = check_maps(maps)
     keys = torch.as_tensor(keys, device=maps.device)
     if keys.dtype != torch.bool or tuple(keys.shape) != (t,):
         raise ValueError(
@@ -53,7 +81,7 @@ def offset_mass(maps: torch.Tensor, offset: int) -> torch.Tensor:
     Averaged over the queries that have such a key (the first token has no
     previous one); a sentence too short for the offset gives NaN.
     """
-    t = _check_maps(maps)
+    t = check_maps(maps)
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise TypeError(f"offset must be an int, got {offset!r}")
     if abs(offset) >= t:
@@ -63,19 +91,17 @@ def offset_mass(maps: torch.Tensor, offset: int) -> torch.Tensor:
 
 def local_mass(maps: torch.Tensor, width: int = 1) -> torch.Tensor:
     """Mean weight a query puts on keys at most `width` positions away (itself included)."""
-    t = _check_maps(maps)
+    t = check_maps(maps)
     if isinstance(width, bool) or not isinstance(width, int) or width < 0:
         raise ValueError(f"width must be a non-negative int, got {width!r}")
-    pos = torch.arange(t, device=maps.device)
-    band = (pos[:, None] - pos[None, :]).abs() <= width  # (T, T)
+    band = _distances(t, maps.device) <= width  # (T, T)
     return (maps * band).sum(-1).mean(-1)  # (...)
 
 
 def mean_distance(maps: torch.Tensor) -> torch.Tensor:
     """Mean |query − key| distance in tokens, weighted by attention: how far a head looks."""
-    t = _check_maps(maps)
-    pos = torch.arange(t, dtype=maps.dtype, device=maps.device)
-    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T)
+    t = check_maps(maps)
+    dist = _distances(t, maps.device, maps.dtype)  # (T, T)
     return (maps * dist).sum(-1).mean(-1)  # (...)
 
 
@@ -133,7 +159,7 @@ def head_statistics(
     counts: dict[str, int] = dict.fromkeys(STATISTICS, 0)
     shape = None
     for i, (m, toks) in enumerate(zip(maps, tokens, strict=True)):
-        t = _check_maps(m, f"maps[{i}]")
+        t = check_maps(m, f"maps[{i}]")
         if len(toks) != t:
             raise ValueError(f"tokens[{i}] has {len(toks)} tokens but maps[{i}] has T = {t}")
         if shape is None:
@@ -161,220 +187,254 @@ def head_statistics(
     return {name: (totals[name] / counts[name]).float() for name in STATISTICS if counts[name]}
 
 
-def js_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Jensen–Shannon distance (base 2, in [0, 1]) between distributions along the last axis."""
-    check_floating(p, "p")
-    check_floating(q, "q")
-    m = 0.5 * (p + q)
+# How far do heads look, per sentence, against a head that attends uniformly?
+#
+# A mean attention distance means little alone: on a sentence of T tokens a head
+# that spreads its weight evenly already looks (T² − 1) / (3T) tokens away on
+# average, and long sentences make every head look "far". So each sentence's
+# distance is divided by that uniform value, giving a ratio (1 = as far as a
+# uniform head; below 1 = more local), and the spread over sentences is kept so
+# that a layer's curve comes with an interval. `[CLS]` and `[SEP]` can be
+# dropped first (rows renormalised): a head that parks its weight on `[CLS]`
+# otherwise looks "far" from every late token.
 
-    def bits(a: torch.Tensor) -> torch.Tensor:  # entropy in bits
-        return -torch.special.xlogy(a, a).sum(-1) / math.log(2.0)
 
-    # JS(p, q) = H(m) − (H(p) + H(q)) / 2; rounding can make it a hair negative.
-    return (bits(m) - 0.5 * (bits(p) + bits(q))).clamp_min(0.0).sqrt()
+def uniform_distance(t: int) -> float:
+    """Mean |query − key| of a uniform head over `t` tokens: (t² − 1) / (3t)."""
+    check_positive_int("t", t)
+    return (t * t - 1) / (3 * t)
 
 
-def head_distances(maps: Sequence[torch.Tensor]) -> torch.Tensor:
-    """`(N, N)` mean Jensen–Shannon distance between every pair of the `N = L·H` heads.
+def words_only(m: torch.Tensor) -> torch.Tensor:
+    """`(..., T−2, T−2)`: the map without `[CLS]` (first) and `[SEP]` (last), rows
+    renormalised: where a head's weight goes among the words, whatever it parks."""
+    return _inner(m, True)
 
-    For each sentence and query token, the two heads' attention rows are
-    compared; the distance is averaged over all query tokens of all sentences.
-    Head `l·H + h` is layer `l`, head `h`. Cost grows as N²·(tokens)·T, so
-    a sample of a hundred sentences is plenty for a stable map.
+
+def _inner(m: torch.Tensor, drop_specials: bool) -> torch.Tensor:
+    check_floating(m, "maps")
+    if m.dim() < 2 or m.shape[-1] != m.shape[-2]:
+        raise ValueError(f"maps must have shape (..., T, T), got {tuple(m.shape)}")
+    if not drop_specials:
+        return m.double()
+    if m.shape[-1] < 3:
+        raise ValueError("a sentence needs at least one token besides [CLS] and [SEP]")
+    inner = m[..., 1:-1, 1:-1].double()  # drop [CLS] (first) and [SEP] (last)
+    return inner / inner.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+def distance_ratio(maps: Sequence[torch.Tensor], *, drop_specials: bool = True) -> torch.Tensor:
+    """`(S, ...)`: each sentence's mean attention distance over the uniform head's, per head.
+
+    `maps[s]` is sentence s's `(..., T, T)` map (e.g. `(L, H, T, T)`).
     """
     if not maps:
         raise ValueError("maps must hold at least one sentence")
-    by_length: dict[int, list[torch.Tensor]] = {}
-    n_heads = None
-    for i, m in enumerate(maps):
-        t = _check_maps(m, f"maps[{i}]")
-        flat = m.reshape(-1, t, t).float()  # (N, T, T)
-        if n_heads is not None and flat.shape[0] != n_heads:
-            raise ValueError(f"maps[{i}] has {flat.shape[0]} heads, expected {n_heads}")
-        n_heads = flat.shape[0]
-        by_length.setdefault(t, []).append(flat)
-    total = torch.zeros(n_heads, n_heads, device=maps[0].device)
-    rows = 0
-    for group in by_length.values():
-        x = torch.cat(group, dim=1)  # (N, rows, T): every query row of these sentences
-        rows += x.shape[1]
-        for i in range(n_heads - 1):  # the matrix is symmetric: fill the upper triangle
-            d = js_distance(x[i : i + 1], x[i + 1 :]).sum(-1)  # (N − i − 1,)
-            total[i, i + 1 :] += d
-    total = total / rows
-    return total + total.T
+    out = []
+    for m in maps:
+        x = _inner(m, drop_specials)
+        t = x.shape[-1]
+        if t < 2:
+            raise ValueError("a sentence needs at least two tokens to measure a distance")
+        dist = _distances(t, dtype=x.dtype)  # (T, T)
+        out.append((x * dist).sum(-1).mean(-1) / uniform_distance(t))  # (...)
+    return torch.stack(out).float()
 
 
-def mds_embedding(distances: torch.Tensor | np.ndarray, seed: int = 0) -> np.ndarray:
-    """2-D metric MDS of a distance matrix, so similar heads land close together."""
-    from sklearn.manifold import MDS
+def far_mass(
+    maps: Sequence[torch.Tensor], min_distance: int, *, drop_specials: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(S, ...)` weight a query puts on keys at least `min_distance` tokens away, and
+    `(S,)` the same for a uniform head on each sentence (the floor to compare with)."""
+    check_positive_int("min_distance", min_distance)
+    if not maps:
+        raise ValueError("maps must hold at least one sentence")
+    measured, uniform = [], []
+    for m in maps:
+        x = _inner(m, drop_specials)
+        t = x.shape[-1]
+        far = (_distances(t) >= min_distance).to(x.dtype)  # (T, T)
+        measured.append((x * far).sum(-1).mean(-1))  # (...)
+        uniform.append(far.sum(-1).mean() / t)  # a uniform row puts 1/T on every key
+    return torch.stack(measured).float(), torch.stack(uniform).float()
 
-    d = np.asarray(distances, dtype=np.float64)
-    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 3:
-        raise ValueError(f"distances must be a square (N, N) matrix with N >= 3, got {d.shape}")
-    if not np.allclose(d, d.T, atol=1e-6) or np.any(d < 0):
-        raise ValueError("distances must be symmetric and non-negative")
-    mds = MDS(n_components=2, metric="precomputed", init="classical_mds", random_state=seed)
-    return mds.fit_transform(d)
 
+def decay_map(t: int, tau: torch.Tensor | float) -> torch.Tensor:
+    """`(..., t, t)`: a head that attends by position alone, each row ∝ exp(−|i − j| / τ).
 
-def layer_contrast(distances: torch.Tensor, num_layers: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each head's mean distance to the *other* heads of its layer, and to heads of other layers.
-
-    Returns two `(L, H)` tensors from the `(L·H, L·H)` matrix of
-    `head_distances`. A layer whose heads "look alike" has small
-    within-layer values; an outlier head stands out with a large one.
+    `tau` (a number or a tensor of decay lengths, in tokens, `(...)`) sets how fast the
+    weight falls with distance: near 0 every token looks at itself, `inf` gives a uniform head.
+    It knows nothing of the words: what it gives a token itself is what locality alone gives.
     """
-    d = torch.as_tensor(distances)
-    check_floating(d, "distances")
-    n = d.shape[0]
-    if d.dim() != 2 or d.shape[1] != n:
-        raise ValueError(f"distances must be a square (N, N) matrix, got {tuple(d.shape)}")
-    check_positive_int("num_layers", num_layers)
-    if n % num_layers or n // num_layers < 2:
-        raise ValueError(f"{n} heads do not split into {num_layers} layers of at least 2 heads")
-    h = n // num_layers
-    layer_of = torch.arange(n, device=d.device) // h  # (N,)
-    same = layer_of[:, None] == layer_of[None, :]  # (N, N)
-    other_in_layer = same & ~torch.eye(n, dtype=torch.bool, device=d.device)
-    within = (d * other_in_layer).sum(1) / (h - 1)  # (N,)
-    if num_layers > 1:
-        across = (d * ~same).sum(1) / (n - h)  # (N,)
-    else:
-        across = torch.full((n,), math.nan, device=d.device)
-    return within.view(num_layers, h), across.view(num_layers, h)
+    check_positive_int("t", t)
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    if torch.isnan(tau).any() or (tau <= 0).any():
+        raise ValueError("tau must be positive (inf for a uniform head)")
+    dist = _distances(t, dtype=torch.float64)  # (t, t)
+    rate = (1.0 / tau)[..., None, None]  # (..., 1, 1): 0 for a uniform head
+    scores = -dist * rate  # (..., t, t)
+    return torch.softmax(scores, dim=-1)
 
 
-def outlier_heads(within: torch.Tensor, threshold: float = 3.0) -> list[tuple[int, int]]:
-    """Heads unlike the rest of their layer: `(layer, head)` pairs, most unusual first.
+def _decay_pooled(lengths: Sequence[int], tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean distance and self-weight of `decay_map`, pooled over every query token of
+    sentences of these lengths (as `head_statistics` pools)."""
+    dist_sum = torch.zeros_like(tau)
+    self_sum = torch.zeros_like(tau)
+    counts: dict[int, int] = {}
+    for t in lengths:
+        counts[int(t)] = counts.get(int(t), 0) + 1
+    for t, n in counts.items():
+        m = decay_map(t, tau)  # (..., t, t)
+        dist = _distances(t, dtype=torch.float64)  # (t, t)
+        dist_sum += n * (m * dist).sum((-2, -1))
+        self_sum += n * m.diagonal(dim1=-2, dim2=-1).sum(-1)
+    rows = sum(int(t) for t in lengths)
+    return dist_sum / rows, self_sum / rows
 
-    A head is an outlier when its within-layer distance (from `layer_contrast`)
-    lies more than `threshold` robust standard deviations (1.4826 × median absolute
-    deviation) above its layer's median; the median ignores the outliers themselves.
+
+def matched_decay(
+    lengths: Sequence[int], distance: torch.Tensor, *, steps: int = 60
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The position-only head of `decay_map` that looks as far as each given head.
+
+    `lengths` are the sentences' lengths (tokens of the maps the heads were measured on),
+    `distance` `(...)` each head's mean attention distance pooled over those sentences'
+    query tokens (`head_statistics(...)["distance"]`). Returns `(tau, self_weight)`, both
+    `(...)`: the decay length whose pooled mean distance equals the head's (found by
+    bisection on log τ), and the weight that decay head gives a token itself, pooled the same
+    way: the self-weight that locality alone explains. A head that looks as far as a uniform
+    head or further is matched by the uniform head (τ = inf).
     """
-    check_floating(within, "within")
-    if within.dim() != 2 or within.shape[1] < 3:
-        raise ValueError(f"within must have shape (L, H) with H >= 3, got {tuple(within.shape)}")
-    median = within.median(dim=1, keepdim=True).values  # (L, 1)
-    mad = (within - median).abs().median(dim=1, keepdim=True).values * 1.4826  # (L, 1)
-    score = (within - median) / mad.clamp_min(1e-12)  # (L, H)
-    found = (score > threshold).nonzero().tolist()
-    return sorted(((int(i), int(h)) for i, h in found), key=lambda ih: -float(score[ih]))
+    if not lengths or any(isinstance(t, bool) or int(t) < 1 for t in lengths):
+        raise ValueError("lengths must be a non-empty list of positive sentence lengths")
+    check_positive_int("steps", steps)
+    target = torch.as_tensor(distance, dtype=torch.float64)
+    if torch.isnan(target).any() or (target < 0).any():
+        raise ValueError("distance must be non-negative")
+    lo = torch.full_like(target, -6.0)  # log τ: e^-6 tokens, all weight on itself
+    hi = torch.full_like(target, 8.0)  # e^8 tokens: uniform on any sentence the book reads
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        far_enough = _decay_pooled(lengths, mid.exp())[0] >= target
+        hi = torch.where(far_enough, mid, hi)
+        lo = torch.where(far_enough, lo, mid)
+    uniform = _decay_pooled(lengths, torch.full_like(target, math.inf))[0]
+    tau = torch.where(target >= uniform, torch.full_like(target, math.inf), hi.exp())
+    return tau.float(), _decay_pooled(lengths, tau)[1].float()
 
 
-def grouping_chance(
-    distances: torch.Tensor,
-    num_layers: int,
-    *,
-    draws: int = 1000,
-    threshold: float = 3.0,
-    seed: int = 0,
-) -> dict[str, np.ndarray]:
-    """What `layer_contrast` and `outlier_heads` find when layers mean nothing.
+def self_weight(maps: Sequence[torch.Tensor]) -> torch.Tensor:
+    """`(S, ...)`: per sentence, the mean weight a query gives itself (the map's diagonal)."""
+    if not maps:
+        raise ValueError("maps must hold at least one sentence")
+    out = []
+    for m in maps:
+        x = _inner(m, False)
+        out.append(x.diagonal(dim1=-2, dim2=-1).mean(-1))
+    return torch.stack(out).float()
 
-    The `N` heads are dealt at random into `num_layers` groups of equal size, `draws`
-    times; per draw, `"outliers"` is how many heads the outlier rule flags and `"closer"`
-    how many heads are closer to their own group than to the others. A count on the real
-    layers means something only where it stands above this distribution.
+
+def decay_self_weight(lengths: Sequence[int], tau: torch.Tensor) -> torch.Tensor:
+    """`(S, ...)`: per sentence of each length, the mean weight the position-only head of
+    `decay_map` with decay lengths `tau` `(...)` gives a token itself (the per-sentence
+    partner of `self_weight`, for tests paired by sentence)."""
+    if not lengths:
+        raise ValueError("lengths must not be empty")
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    cache: dict[int, torch.Tensor] = {}
+    out = []
+    for t in lengths:
+        if int(t) not in cache:
+            cache[int(t)] = decay_map(int(t), tau).diagonal(dim1=-2, dim2=-1).mean(-1)
+        out.append(cache[int(t)])
+    return torch.stack(out).float()
+
+
+# How sharp a head is, and how much weight a query puts on its own position (chapter 4).
+
+
+def _check_weights(weights: torch.Tensor) -> None:
+    check_floating(weights, "weights")
+    if weights.dim() < 1:
+        raise ValueError("weights must have at least 1 dimension (..., Tk)")
+
+
+def max_weight(weights: torch.Tensor) -> torch.Tensor:
+    """Largest weight of each attention row, `(..., Tk) → (...)`."""
+    _check_weights(weights)
+    return weights.amax(-1)  # (...)
+
+
+def diagonal_mass(weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight a query puts on its own position, `(..., T, T) → (...)`."""
+    check_floating(weights, "weights")
+    if weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"weights must be square (..., T, T), got shape {tuple(weights.shape)}")
+    return weights.diagonal(dim1=-2, dim2=-1).mean(-1)  # (...)
+
+
+def head_sharpness(weights: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, list]:
+    """Per-head sharpness and self-attention of one layer's maps `(B, H, T, T)`.
+
+    `rows` (bool `(T,)`) restricts the statistics to some query positions
+    (e.g. the positions that are scored). Returns per-head lists `entropy`,
+    `max_weight`, `diagonal` (mean weight on the query's own position) and
+    the scalar `diagonal_of_mean`: the same for the head-averaged map.
+    Because the diagonal is linear in the map, the head-averaged map's diagonal
+    mass is exactly the mean of the heads' masses; averaging can dilute one
+    head's self-bias, never remove the heads' mean bias.
     """
-    d = torch.as_tensor(distances).double()
-    check_floating(d, "distances")
-    check_positive_int("draws", draws)
-    check_positive_int("num_layers", num_layers)
-    n = d.shape[0]
-    if d.dim() != 2 or d.shape[1] != n or n % num_layers or n // num_layers < 3:
-        raise ValueError(
-            f"distances must be (N, N) with N heads in {num_layers} groups of at least 3, "
-            f"got {tuple(d.shape)}"
-        )
-    h = n // num_layers
-    rng = np.random.default_rng(seed)
-    order = torch.as_tensor(np.stack([rng.permutation(n) for _ in range(draws)]))  # (K, N)
-    shuffled = d[order[:, :, None], order[:, None, :]]  # (K, N, N): group g = rows g·H …
-    group = torch.arange(n) // h
-    same = group[:, None] == group[None, :]  # (N, N)
-    within = (shuffled * same).sum(-1) / (h - 1)  # (K, N); the diagonal is 0
-    across = (shuffled * ~same).sum(-1) / (n - h)
-    w = within.view(draws, num_layers, h)
-    median = w.median(dim=-1, keepdim=True).values
-    mad = (w - median).abs().median(dim=-1, keepdim=True).values * 1.4826
-    flagged = (w - median) / mad.clamp_min(1e-12) > threshold  # the rule of outlier_heads
+    check_floating(weights, "weights")
+    check_rank(weights, 4, "weights", "(batch, heads, T, T)")
+    length = weights.shape[-1]
+    if weights.shape[-2] != length:
+        raise ValueError(f"weights must be square in T, got shape {tuple(weights.shape)}")
+    if rows is None:
+        rows = torch.ones(length, dtype=torch.bool)
+    if rows.dtype != torch.bool or tuple(rows.shape) != (length,):
+        raise ValueError(f"rows must be a bool tensor of shape ({length},)")
+    diag = weights.diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, H, R)
+    picked = weights[:, :, rows]  # (B, H, R, T)
+    mean_map_diag = weights.mean(1).diagonal(dim1=-2, dim2=-1)[..., rows]  # (B, R)
     return {
-        "outliers": flagged.sum((1, 2)).numpy(),
-        "closer": (within < across).sum(1).numpy(),
+        "entropy": entropy(picked).mean((0, 2)).tolist(),
+        "max_weight": max_weight(picked).mean((0, 2)).tolist(),
+        "diagonal": diag.mean((0, 2)).tolist(),
+        "diagonal_of_mean": mean_map_diag.mean().item(),
     }
 
 
-@dataclass(frozen=True)
-class LayerGrouping:
-    """How the heads group by layer (`layer_grouping`), against random groupings.
-
-    `within`/`across` are `layer_contrast`'s `(L, H)`, `outliers` the heads of
-    `outlier_heads`, `chance` `grouping_chance`'s counts on random groupings.
-    The p-values are one-sided permutation p-values: the share of random groupings (the real
-    one counted among them) that do as well or better.
-    """
-
-    within: torch.Tensor
-    across: torch.Tensor
-    outliers: list[tuple[int, int]]
-    chance: dict[str, np.ndarray]
-
-    @property
-    def closer(self) -> int:
-        """How many heads are closer to their own layer than to the others."""
-        return int((self.within < self.across).sum())
-
-    @property
-    def p_closer(self) -> float:
-        return differences.permutation_p(self.closer, self.chance["closer"])
-
-    @property
-    def p_outliers(self) -> float:
-        return differences.permutation_p(len(self.outliers), self.chance["outliers"])
-
-    @property
-    def outliers_detectable(self) -> int:
-        """The outlier count the layers had to reach for the test to detect it (α = 0.05)."""
-        return differences.permutation_detectable(self.chance["outliers"])
+# Where heads park attention, and how much they move there (chapter 9).
+#
+# A "sink" (Xiao et al. 2023) is a position that receives much of a head's weight whatever
+# the query: in BERT-family models `[CLS]` and `[SEP]`. Weight alone can overstate it: a
+# head can put weight on a token whose transformed value is small, moving little
+# (Kobayashi et al. 2020). `special_mass` reads both measures for `[CLS]` and
+# `[SEP]`, the norm-weighted one from `mha_lib.bert.norms` (the same maps chapter 5 reads).
 
 
-def layer_grouping(
-    distances: torch.Tensor,
-    num_layers: int,
-    *,
-    draws: int = 1000,
-    threshold: float = 3.0,
-    seed: int = 0,
-) -> LayerGrouping:
-    """`layer_contrast`, `outlier_heads` and `grouping_chance` of one
-    `(L·H, L·H)` distance matrix, together."""
-    within, across = layer_contrast(distances, num_layers)
-    return LayerGrouping(
-        within=within,
-        across=across,
-        outliers=outlier_heads(within, threshold=threshold),
-        chance=grouping_chance(
-            distances, num_layers, draws=draws, threshold=threshold, seed=seed
-        ),
-    )
+@torch.no_grad()
+def special_mass(
+    model: torch.nn.Module, tokenizer: object, sentences: Sequence[str]
+) -> dict[str, torch.Tensor]:
+    """Per layer and head `(L, H)`, averaged over sentences and queries: the weight on
+    `[CLS]` and on `[SEP]`, and the same after norm weighting; and the share of the
+    sentence's positions the two tokens are (what a uniform head would give them)."""
+    from mha_lib.bert import batch_attention_maps
 
-
-def closest_pair(
-    distances: torch.Tensor, num_heads: int, *, same_layer: bool = False
-) -> tuple[tuple[int, int], tuple[int, int], float]:
-    """The two heads least far apart in an `(L·H, L·H)` distance matrix, as
-    `((layer, head), (layer, head), distance)`; with `same_layer`, among pairs of one layer."""
-    d = torch.as_tensor(distances).double()
-    check_floating(d, "distances")
-    check_positive_int("num_heads", num_heads)
-    n = d.shape[0]
-    if d.dim() != 2 or d.shape[1] != n or n < 2 or n % num_heads:
-        raise ValueError(f"distances must be (L·H, L·H) with H = {num_heads}, got {tuple(d.shape)}")
-    excluded = torch.eye(n, dtype=torch.bool)
-    if same_layer:
-        layer = torch.arange(n) // num_heads
-        excluded |= layer[:, None] != layer[None, :]
-    d = d.masked_fill(excluded, math.inf)
-    i, j = divmod(int(d.argmin()), n)
-    return divmod(i, num_heads), divmod(j, num_heads), float(d[i, j])
+    if not sentences:
+        raise ValueError("special_mass needs at least one sentence")
+    weights = batch_attention_maps(model, tokenizer, list(sentences))
+    moved = batch_attention_maps(model, tokenizer, list(sentences), norm_weighted=True)
+    sums = {k: 0.0 for k in ("cls", "sep", "cls_moved", "sep_moved")}
+    uniform = 0.0
+    for (_, w), (_, m) in zip(weights, moved, strict=True):  # (L, H, T, T) each
+        sums["cls"] = sums["cls"] + w[..., 0].mean(-1)
+        sums["sep"] = sums["sep"] + w[..., -1].mean(-1)
+        sums["cls_moved"] = sums["cls_moved"] + m[..., 0].mean(-1)
+        sums["sep_moved"] = sums["sep_moved"] + m[..., -1].mean(-1)
+        uniform += 1.0 / w.shape[-1]
+    out = {k: v / len(sentences) for k, v in sums.items()}
+    out["uniform"] = torch.tensor(uniform / len(sentences))
+    return out

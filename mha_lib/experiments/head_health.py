@@ -15,7 +15,7 @@ import math
 import torch
 
 from mha_lib._checks import check_floating, check_same_shape, check_tensor
-from mha_lib.analysis.softmax_stats import entropy
+from mha_lib.analysis.head_stats import entropy
 from mha_lib.core.head_hooks import heads_scaled
 from mha_lib.core.multihead import MultiHeadAttention
 

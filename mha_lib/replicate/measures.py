@@ -19,7 +19,6 @@ import torch
 
 from mha_lib import bert
 from mha_lib.analysis import (
-    attention_range,
     coref_probe,
     differences,
     head_stats,
@@ -319,20 +318,20 @@ def self_weight(ctx: Context) -> Finding:
     """Row 6: does the model give a token more of its own weight than a uniform head, and does
     a layer's averaged map keep it (the diagonal is linear, so the average keeps the mean)?"""
     _, maps = _corpus_maps(ctx)
-    words = [attention_range.words_only(m) for m in maps]  # (L, H, W, W) each
-    heads = attention_range.self_weight(words)  # (S, L, H)
+    words = [head_stats.words_only(m) for m in maps]  # (L, H, W, W) each
+    heads = head_stats.self_weight(words)  # (S, L, H)
     lengths = torch.tensor([m.shape[-1] for m in words], dtype=torch.float64)
     uniform = 1.0 / lengths  # (S,)
     lean = differences.compare(
         heads.double().mean((1, 2)), uniform, margin=SELF_MARGIN, paired=True
     )
-    averaged = attention_range.self_weight([m.mean(1) for m in words])  # (S, L)
+    averaged = head_stats.self_weight([m.mean(1) for m in words])  # (S, L)
     keep_gap = float((averaged - heads.mean(-1)).abs().max())
     inner = head_stats.head_statistics(words, [["w"] * m.shape[-1] for m in words])
     # Chapter 5 part 1's number: pooled over every query word, over a uniform head's share.
     ratio = float(inner["self"].mean()) / (len(words) / float(lengths.sum()))
-    tau, _ = attention_range.matched_decay([m.shape[-1] for m in words], inner["distance"])
-    local = attention_range.decay_self_weight([m.shape[-1] for m in words], tau)  # (S, L, H)
+    tau, _ = head_stats.matched_decay([m.shape[-1] for m in words], inner["distance"])
+    local = head_stats.decay_self_weight([m.shape[-1] for m in words], tau)  # (S, L, H)
     per_head = differences.compare_many(heads, local, margin=SELF_MARGIN)
     n_above, n_below = int(per_head.higher.sum()), int(per_head.lower.sum())
     if lean.outcome == differences.DIFFERENT and lean.difference > 0:
@@ -384,7 +383,7 @@ def distance(ctx: Context) -> Finding:
         lambda: [m for _, m in bert.batch_attention_maps(
             ctx.model, ctx.tokenizer, [list(s.words) for s in silver])],
     )  # fmt: skip
-    ratio = attention_range.distance_ratio(maps, drop_specials=True)  # (S, L, H)
+    ratio = head_stats.distance_ratio(maps, drop_specials=True)  # (S, L, H)
     per_layer = ratio.mean(-1)  # (S, L)
     n_layers = per_layer.shape[1]
     ends = differences.compare(
@@ -447,7 +446,7 @@ def distance(ctx: Context) -> Finding:
 def sinks(ctx: Context) -> Finding:
     """Rows 18a and 18: do heads park on [CLS]/[SEP], and does their weight there overstate
     what they move (weight × value norm, Kobayashi et al.)?"""
-    from mha_lib.analysis.sinks import special_mass
+    from mha_lib.analysis.head_stats import special_mass
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     mass = special_mass(ctx.model, ctx.tokenizer, list(NATURAL_SENTENCES))

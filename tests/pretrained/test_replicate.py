@@ -196,7 +196,7 @@ def test_on_minilm_the_sink_row_counts_chapter_9s_committed_sink_heads(minilm_re
 
 def test_on_minilm_the_self_weight_row_is_chapter_5s_ratio(minilm_report):
     from mha_lib import bert
-    from mha_lib.analysis import attention_range, head_stats, syntax_probe
+    from mha_lib.analysis import head_stats, syntax_probe
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     loaded, result = minilm_report
@@ -206,7 +206,7 @@ def test_on_minilm_the_self_weight_row_is_chapter_5s_ratio(minilm_report):
                                       [list(s.words) for s in templates])
     pairs += bert.batch_attention_maps(loaded.model, loaded.tokenizer, list(NATURAL_SENTENCES))
     tokens, maps = [t for t, _ in pairs], [m for _, m in pairs]
-    word_maps = [attention_range.words_only(m) for m in maps]
+    word_maps = [head_stats.words_only(m) for m in maps]
     inner = head_stats.head_statistics(word_maps, [t[1:-1] for t in tokens])
     uniform_words = len(tokens) / sum(len(t) - 2 for t in tokens)
     chapter = float((inner["self"] / uniform_words).mean())  # self_words_ratio_mean

@@ -1,4 +1,5 @@
-"""analysis.sinks.special_mass against an independent route on the packaged MiniLM.
+"""analysis.head_stats.special_mass and analysis.knockout.sink_ablation against independent
+routes on the packaged MiniLM.
 
 The reference reads the weights from the model's own attentions and what each head moves
 from the explicit per-head product of our `MultiHeadAttention` carrying the layer's weights
@@ -9,7 +10,8 @@ import pytest
 import torch
 
 from mha_lib import bert
-from mha_lib.analysis.sinks import ABLATIONS, sink_ablation, special_mass
+from mha_lib.analysis.head_stats import special_mass
+from mha_lib.analysis.knockout import ABLATIONS, sink_ablation
 from mha_lib.core.heads import split_heads
 from mha_lib.experiments.kv_sharing import first_position_mass, query_position_mass
 

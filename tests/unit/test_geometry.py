@@ -9,16 +9,13 @@ from scipy import stats
 from mha_lib.analysis.geometry import (
     cosine_pdf,
     cosine_std,
-    diagonal_mass,
-    head_sharpness,
-    max_weight,
     pairwise_cosines,
     random_attention,
     random_cosines,
     random_scaled_dots,
     random_self_weight,
 )
-from mha_lib.analysis.softmax_stats import entropy
+from mha_lib.analysis.head_stats import entropy, max_weight
 
 N = 20_000
 
@@ -55,44 +52,6 @@ def test_scaled_dot_products_have_unit_variance_unscaled_variance_dim():
         # plus kurtosis terms, so allow 6 %.
         assert scaled.var().item() == pytest.approx(1.0, rel=0.06)
         assert raw.var().item() == pytest.approx(dim, rel=0.06)
-
-
-def test_entropy_closed_forms_and_scipy():
-    t = 7
-    uniform = torch.full((3, t), 1 / t)
-    torch.testing.assert_close(entropy(uniform), torch.full((3,), math.log(t)))
-    one_hot = torch.eye(t)
-    torch.testing.assert_close(entropy(one_hot), torch.zeros(t))
-    w = torch.softmax(torch.randn(5, t, generator=torch.Generator().manual_seed(0)), -1)
-    expected = torch.tensor(stats.entropy(w.numpy(), axis=-1), dtype=w.dtype)
-    torch.testing.assert_close(entropy(w), expected)
-
-
-def test_max_weight_and_diagonal_mass():
-    t = 5
-    assert max_weight(torch.full((t,), 1 / t)).item() == pytest.approx(1 / t)
-    assert diagonal_mass(torch.eye(t)).item() == 1.0
-    assert diagonal_mass(torch.full((2, t, t), 1 / t)).tolist() == pytest.approx([1 / t] * 2)
-    with pytest.raises(ValueError, match="square"):
-        diagonal_mass(torch.ones(3, 4))
-
-
-def test_head_sharpness_on_a_hand_built_map():
-    t = 4
-    self_head = torch.eye(t)  # all mass on the diagonal
-    prev_head = torch.roll(torch.eye(t), shifts=-1, dims=1)  # all mass on another key
-    uniform = torch.full((t, t), 1 / t)
-    maps = torch.stack([self_head, prev_head, uniform])[None]  # (1, 3, T, T)
-    s = head_sharpness(maps)
-    assert s["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
-    assert s["entropy"] == pytest.approx([0.0, 0.0, math.log(t)])
-    assert s["max_weight"] == pytest.approx([1.0, 1.0, 1 / t])
-    # The diagonal is linear in the map: averaging heads gives the mean of their masses.
-    assert s["diagonal_of_mean"] == pytest.approx(sum(s["diagonal"]) / 3)
-    rows = torch.tensor([True, False, False, False])
-    assert head_sharpness(maps, rows)["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
-    with pytest.raises(ValueError, match="rows"):
-        head_sharpness(maps, torch.ones(3, dtype=torch.bool))
 
 
 def test_pairwise_cosines_matches_torch():
@@ -159,7 +118,7 @@ def test_random_self_weight_untied_is_near_uniform_and_tied_is_the_planted_close
 
 def test_sharpness_over_key_sets_is_one_value_per_independent_draw():
     """Against random_attention called set by set from the same generator, by hand."""
-    from mha_lib.analysis.geometry import max_weight, sharpness_over_key_sets
+    from mha_lib.analysis.geometry import sharpness_over_key_sets
 
     ent, top = sharpness_over_key_sets(8, 16, 50, 4, torch.Generator().manual_seed(3),
                                        scores="scaled")  # fmt: skip

@@ -1,11 +1,11 @@
-"""Head statistics on toy attention maps whose answers can be worked out by hand."""
+"""Head statistics on toy attention maps whose answers can be worked out by hand, and
+against closed forms and scipy."""
 
 import math
 
-import numpy as np
 import pytest
 import torch
-from scipy.spatial.distance import jensenshannon, pdist, squareform
+from scipy import stats
 
 from mha_lib.analysis import head_stats as hs
 
@@ -88,62 +88,6 @@ def test_head_statistics_weights_every_token_equally():
     torch.testing.assert_close(stats["local"], torch.tensor([[4 / 6]]))
 
 
-def test_js_distance_against_scipy():
-    gen = torch.Generator().manual_seed(0)
-    p = torch.rand(6, 5, generator=gen, dtype=torch.float64)
-    q = torch.rand(6, 5, generator=gen, dtype=torch.float64)
-    p, q = p / p.sum(-1, keepdim=True), q / q.sum(-1, keepdim=True)
-    q[0] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0], dtype=torch.float64)  # zeros are fine
-    ref = [jensenshannon(a, b, base=2) for a, b in zip(p.numpy(), q.numpy(), strict=True)]
-    torch.testing.assert_close(hs.js_distance(p, q), torch.tensor(ref, dtype=torch.float64))
-    torch.testing.assert_close(hs.js_distance(p, p), torch.zeros(6, dtype=torch.float64))
-    disjoint = hs.js_distance(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
-    torch.testing.assert_close(disjoint, torch.tensor(1.0))
-
-
-def test_head_distances_by_hand_and_against_scipy():
-    # heads: identity, identity, previous. Identity vs previous agree only on row 0.
-    one = torch.stack([IDENTITY, IDENTITY, PREVIOUS])[None]  # (1, 3, T, T)
-    d = hs.head_distances([one])
-    expected = torch.tensor([[0, 0, 3 / 4], [0, 0, 3 / 4], [3 / 4, 3 / 4, 0]])
-    torch.testing.assert_close(d, expected)
-
-    gen = torch.Generator().manual_seed(1)
-    maps = [torch.softmax(torch.randn(2, 2, t, t, generator=gen), -1) for t in (3, 5, 3)]
-    rows = [m.reshape(4, t, t) for m, t in zip(maps, (3, 5, 3), strict=True)]
-    ref = np.zeros((4, 4))
-    for i in range(4):
-        for j in range(4):
-            dists = [
-                jensenshannon(a, b, base=2) for r in rows for a, b in zip(r[i], r[j], strict=True)
-            ]
-            ref[i, j] = np.mean(dists)
-    np.testing.assert_allclose(hs.head_distances(maps).numpy(), ref, atol=1e-5)
-
-
-def test_mds_embedding_recovers_points_on_a_plane():
-    points = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 1.0], [1.0, 1.0]])
-    d = squareform(pdist(points))
-    xy = hs.mds_embedding(d)
-    assert xy.shape == (5, 2)
-    np.testing.assert_allclose(squareform(pdist(xy)), d, atol=1e-3)
-
-
-def test_layer_contrast_and_outliers_by_hand():
-    # 2 layers x 4 heads at positions on a line; layer 0 heads at 0, 0, 0, 3 (head 3 is odd)
-    pos = torch.tensor([0.0, 0.0, 0.0, 3.0, 10.0, 10.0, 11.0, 10.0])
-    d = (pos[:, None] - pos[None, :]).abs()
-    within, across = hs.layer_contrast(d, num_layers=2)
-    torch.testing.assert_close(within[0], torch.tensor([1.0, 1.0, 1.0, 3.0]))
-    torch.testing.assert_close(within[1], torch.tensor([1 / 3, 1 / 3, 1.0, 1 / 3]))
-    torch.testing.assert_close(across[0, 0], torch.tensor(41 / 4))
-    # each layer has one odd head (layer 1: head 2 at 11); the rest agree exactly
-    assert set(hs.outlier_heads(within)) == {(0, 3), (1, 2)}
-    flat = torch.ones(3, 5)
-    flat[2, 4] = 9.0
-    assert hs.outlier_heads(flat) == [(2, 4)]
-
-
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
@@ -157,15 +101,6 @@ def test_layer_contrast_and_outliers_by_hand():
             "tokens\\[0\\]",
         ),
         (lambda: hs.head_statistics([], []), ValueError, "non-empty"),
-        (lambda: hs.head_distances([]), ValueError, "at least one"),
-        (lambda: hs.layer_contrast(torch.zeros(6, 6), 4), ValueError, "do not split"),
-        (lambda: hs.outlier_heads(torch.zeros(6)), ValueError, "within"),
-        (lambda: hs.mds_embedding(np.ones((3, 4))), ValueError, "square"),
-        (
-            lambda: hs.mds_embedding(np.array([[0, 1, 2], [0, 0, 1], [2, 1, 0]])),
-            ValueError,
-            "symmetric",
-        ),
     ],
 )
 def test_bad_inputs(call, error, match):
@@ -173,58 +108,153 @@ def test_bad_inputs(call, error, match):
         call()
 
 
-def test_grouping_chance_matches_the_rules_draw_by_draw():
-    """Each draw equals layer_contrast + outlier_heads on the same relabelled matrix."""
-
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(24, 5, generator=g)
-    d = torch.cdist(x, x)  # symmetric, zero diagonal
-    chance = hs.grouping_chance(d, 4, draws=30, seed=3)
-    rng = np.random.default_rng(3)
-    for k in range(30):
-        order = torch.as_tensor(rng.permutation(24))
-        within, across = hs.layer_contrast(d[order][:, order], 4)
-        assert chance["outliers"][k] == len(hs.outlier_heads(within, 3.0))
-        assert chance["closer"][k] == int((within < across).sum())
+@pytest.mark.parametrize("t", [1, 2, 5, 31])
+def test_uniform_distance_is_the_mean_distance_of_a_uniform_map(t):
+    uniform = torch.full((t, t), 1.0 / t, dtype=torch.float64)
+    assert hs.uniform_distance(t) == pytest.approx(float(hs.mean_distance(uniform)))
 
 
-def test_grouping_chance_sees_real_layers_above_chance():
-    """Heads built in tight layers: every head is closer to its layer, random groups far less."""
-    g = torch.Generator().manual_seed(1)
-    centres = torch.randn(4, 3, generator=g) * 5
-    x = centres.repeat_interleave(6, 0) + 0.1 * torch.randn(24, 3, generator=g)
-    d = torch.cdist(x, x)
-    within, across = hs.layer_contrast(d, 4)
-    assert int((within < across).sum()) == 24
-    chance = hs.grouping_chance(d, 4, draws=200)
-    assert chance["closer"].max() < 24 and chance["closer"].mean() < 16
+def test_distance_ratio_on_known_maps():
+    t = 9
+    uniform = torch.full((2, t, t), 1.0 / t)
+    local = torch.eye(t).expand(2, t, t)  # every token on itself: distance 0
+    ratio = hs.distance_ratio([uniform, local], drop_specials=False)
+    assert ratio.shape == (2, 2)
+    torch.testing.assert_close(ratio[0], torch.ones(2))
+    torch.testing.assert_close(ratio[1], torch.zeros(2))
+    # all weight on [CLS] looks "far" from the late tokens; half of it on [CLS] and the rest
+    # spread over the words is a uniform head once [CLS] and [SEP] are dropped and renormalised
+    cls = torch.zeros(t, t)
+    cls[:, 0] = 1.0
+    assert float(hs.distance_ratio([cls], drop_specials=False)) > 1.0
+    half = torch.full((t, t), 0.5 / (t - 2))
+    half[:, 0] = 0.5
+    half[:, -1] = 0.0
+    torch.testing.assert_close(hs.distance_ratio([half]), torch.ones(1))
 
 
-def test_layer_grouping_reads_its_parts_and_permutation_p():
-    """layer_grouping is layer_contrast, outlier_heads and grouping_chance together; its
-    p-values count the real grouping among the random ones."""
-    g = torch.Generator().manual_seed(1)
-    centres = torch.randn(4, 3, generator=g) * 5
-    x = centres.repeat_interleave(6, 0) + 0.1 * torch.randn(24, 3, generator=g)
-    d = torch.cdist(x, x)
-    grouping = hs.layer_grouping(d, 4, draws=99, seed=2)
-    within, across = hs.layer_contrast(d, 4)
-    torch.testing.assert_close(grouping.within, within)
-    assert grouping.outliers == hs.outlier_heads(within, 3.0) and grouping.closer == 24
-    chance = hs.grouping_chance(d, 4, draws=99, seed=2)
-    assert (grouping.chance["closer"] == chance["closer"]).all()
-    assert grouping.p_closer == pytest.approx(1 / 100)  # no random grouping does as well
-    n_out = len(grouping.outliers)
-    share = (1 + int((chance["outliers"] >= n_out).sum())) / 100
-    assert grouping.p_outliers == pytest.approx(share)
+def test_far_mass_by_hand():
+    t = 6  # without specials: 4 words, distances up to 3
+    m = torch.zeros(t, t)
+    m[1:-1, 1] = 1.0  # every word row looks at the first word
+    measured, uniform = hs.far_mass([m], 2)
+    # words 0 … 3 look at word 0: distances 0, 1, 2, 3 → two of four rows are ≥ 2 away
+    assert float(measured) == pytest.approx(0.5)
+    # uniform over 4 words: pairs at distance ≥ 2 are (0,2),(0,3),(1,3) and mirror: 6 of 16
+    assert float(uniform) == pytest.approx(6 / 16)
 
 
-def test_closest_pair_by_hand():
-    d = torch.full((6, 6), 5.0)
-    d.fill_diagonal_(0.0)
-    d[1, 4] = d[4, 1] = 1.0  # layer 0 head 1 and layer 1 head 1: across layers
-    d[3, 5] = d[5, 3] = 2.0  # layer 1, heads 0 and 2: within one layer
-    assert hs.closest_pair(d, 3) == ((0, 1), (1, 1), 1.0)
-    assert hs.closest_pair(d, 3, same_layer=True) == ((1, 0), (1, 2), 2.0)
-    with pytest.raises(ValueError, match="H = 4"):
-        hs.closest_pair(d, 4)
+def test_distance_ratio_bad_inputs():
+    with pytest.raises(ValueError, match="positive int"):
+        hs.uniform_distance(0)
+    with pytest.raises(ValueError, match="at least one"):
+        hs.distance_ratio([])
+    with pytest.raises(ValueError, match="shape"):
+        hs.distance_ratio([torch.ones(3, 4)])
+    with pytest.raises(ValueError, match="besides"):
+        hs.distance_ratio([torch.ones(2, 2) / 2])
+
+
+def test_decay_map_ends_and_rows():
+    t = 7
+    m = hs.decay_map(t, torch.tensor([1e-3, 2.0, float("inf")]))  # (3, t, t)
+    torch.testing.assert_close(m.sum(-1), torch.ones(3, t, dtype=torch.float64))
+    torch.testing.assert_close(m[0], torch.eye(t, dtype=torch.float64))  # all on itself
+    torch.testing.assert_close(m[2], torch.full((t, t), 1 / t, dtype=torch.float64))
+    # by hand: row 0 with τ = 2 is e^{-j/2} over j = 0 … t−1, normalised
+    row = torch.exp(-torch.arange(t, dtype=torch.float64) / 2)
+    torch.testing.assert_close(m[1, 0], row / row.sum())
+    with pytest.raises(ValueError, match="tau"):
+        hs.decay_map(3, 0.0)
+
+
+def test_matched_decay_recovers_a_decay_head():
+    lengths = [5, 9, 9, 14]
+    taus = torch.tensor([0.5, 1.5, 4.0])
+    maps = [hs.decay_map(t, taus).float() for t in lengths]  # (3, t, t) each
+    tokens = [["w"] * t for t in lengths]
+    stats = hs.head_statistics(maps, tokens)
+    tau, self_w = hs.matched_decay(lengths, stats["distance"])
+    torch.testing.assert_close(tau, taus, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(self_w, stats["self"], rtol=1e-4, atol=1e-5)
+    # per sentence, pooled over query tokens, it is the statistic's self-weight
+    per = hs.decay_self_weight(lengths, tau)  # (S, 3)
+    pooled = (per * torch.tensor(lengths)[:, None]).sum(0) / sum(lengths)
+    torch.testing.assert_close(pooled, stats["self"], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(hs.self_weight(maps), per, rtol=1e-4, atol=1e-5)
+
+
+def test_matched_decay_uniform_and_beyond():
+    lengths = [6, 10]
+    uniform = sum(t * hs.uniform_distance(t) for t in lengths) / sum(lengths)
+    tau, self_w = hs.matched_decay(lengths, torch.tensor([uniform, uniform * 1.3, 0.0]))
+    assert torch.isinf(tau[:2]).all()  # as far as a uniform head, or further: uniform
+    expected = len(lengths) / sum(lengths)  # a uniform head's pooled self-weight
+    torch.testing.assert_close(self_w[:2], torch.full((2,), expected))
+    assert float(self_w[2]) > 0.999  # distance 0: all weight on itself
+    with pytest.raises(ValueError, match="lengths"):
+        hs.matched_decay([], torch.tensor([1.0]))
+    with pytest.raises(ValueError, match="non-negative"):
+        hs.matched_decay([4], torch.tensor([-1.0]))
+
+
+def test_entropy_closed_forms():
+    uniform = torch.full((3, 8), 1 / 8, dtype=torch.float64)
+    expected = torch.full((3,), math.log(8), dtype=torch.float64)
+    torch.testing.assert_close(hs.entropy(uniform), expected)
+    one_hot = torch.eye(5, dtype=torch.float64)
+    assert torch.equal(hs.entropy(one_hot), torch.zeros(5, dtype=torch.float64))
+    p = torch.tensor([0.5, 0.25, 0.25], dtype=torch.float64)
+    torch.testing.assert_close(hs.entropy(p), torch.tensor(1.5 * math.log(2), dtype=torch.float64))
+
+
+def test_softmax_jacobian_matches_autograd():
+    scores = torch.randn(4, 6, dtype=torch.float64)
+    for row in scores:
+        expected = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), row)
+        torch.testing.assert_close(hs.softmax_jacobian(torch.softmax(row, -1)), expected)
+    batched = hs.softmax_jacobian(torch.softmax(scores, -1))
+    assert batched.shape == (4, 6, 6)
+
+
+def test_reject_integer_weights():
+    with pytest.raises(TypeError, match="weights must be a floating"):
+        hs.entropy(torch.ones(3, dtype=torch.long))
+
+
+def test_entropy_closed_forms_and_scipy():
+    t = 7
+    uniform = torch.full((3, t), 1 / t)
+    torch.testing.assert_close(hs.entropy(uniform), torch.full((3,), math.log(t)))
+    one_hot = torch.eye(t)
+    torch.testing.assert_close(hs.entropy(one_hot), torch.zeros(t))
+    w = torch.softmax(torch.randn(5, t, generator=torch.Generator().manual_seed(0)), -1)
+    expected = torch.tensor(stats.entropy(w.numpy(), axis=-1), dtype=w.dtype)
+    torch.testing.assert_close(hs.entropy(w), expected)
+
+
+def test_max_weight_and_diagonal_mass():
+    t = 5
+    assert hs.max_weight(torch.full((t,), 1 / t)).item() == pytest.approx(1 / t)
+    assert hs.diagonal_mass(torch.eye(t)).item() == 1.0
+    assert hs.diagonal_mass(torch.full((2, t, t), 1 / t)).tolist() == pytest.approx([1 / t] * 2)
+    with pytest.raises(ValueError, match="square"):
+        hs.diagonal_mass(torch.ones(3, 4))
+
+
+def test_head_sharpness_on_a_hand_built_map():
+    t = 4
+    self_head = torch.eye(t)  # all mass on the diagonal
+    prev_head = torch.roll(torch.eye(t), shifts=-1, dims=1)  # all mass on another key
+    uniform = torch.full((t, t), 1 / t)
+    maps = torch.stack([self_head, prev_head, uniform])[None]  # (1, 3, T, T)
+    s = hs.head_sharpness(maps)
+    assert s["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
+    assert s["entropy"] == pytest.approx([0.0, 0.0, math.log(t)])
+    assert s["max_weight"] == pytest.approx([1.0, 1.0, 1 / t])
+    # The diagonal is linear in the map: averaging heads gives the mean of their masses.
+    assert s["diagonal_of_mean"] == pytest.approx(sum(s["diagonal"]) / 3)
+    rows = torch.tensor([True, False, False, False])
+    assert hs.head_sharpness(maps, rows)["diagonal"] == pytest.approx([1.0, 0.0, 1 / t])
+    with pytest.raises(ValueError, match="rows"):
+        hs.head_sharpness(maps, torch.ones(3, dtype=torch.bool))

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha_lib.analysis.geometry import head_sharpness
+from mha_lib.analysis.head_stats import head_sharpness
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,

@@ -7,7 +7,7 @@ Parts (each a list of records):
   relative change of the layer's attention output and of its output hidden state when the
   head's values there are zeroed or replaced by the mean of the ordinary tokens', when the
   same weight is taken from random ordinary tokens, and when the head is switched off
-  (`mha_lib.analysis.sinks.sink_ablation`);
+  (`mha_lib.analysis.knockout.sink_ablation`);
 - `toy`: causal toy models on recall, `SEEDS` seeds in each of four `ARMS`: with
   or without a start token that carries nothing, and with every query naming a key in its
   context or half of them naming a missing one (nothing to fetch); at `TOY_STEPS`, the
@@ -175,7 +175,7 @@ def run_minilm(
     Only the `random` baseline depends on `draws`: a live check that leaves it out can
     draw once."""
     from mha_lib import bert
-    from mha_lib.analysis.sinks import sink_ablation
+    from mha_lib.analysis.knockout import sink_ablation
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     texts = list(NATURAL_SENTENCES if sentences is None else sentences)
