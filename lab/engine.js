@@ -19,9 +19,9 @@ async function fetchOk(name) {
   return res;
 }
 
-// The model as the site serves it: gzip-compressed (scripts/export_lab_model.py), inflated here
+// The model as the site serves it: its stages, gzip-compressed (scripts/export_lab_model.py), inflated here
 // by the browser's own DecompressionStream, so that any static server can serve it as it is.
-const MODEL_FILE = "minilm-lab.onnx.gz";
+const MODEL_FILE = "minilm-lab.stages.gz";
 
 async function inflate(bytes) {
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
@@ -169,7 +169,7 @@ export class LabEngine {
     const { tokens, ids, truncated } = this.encode(text);
     const mask = flatMask(headMask, this.L, this.H);
     const r = await this.runner.run(ids, mask, this.L, this.H);
-    this.stats.runs.push({ tokens: ids.length, ms: r.ms });
+    this.stats.runs.push({ tokens: ids.length, ms: r.ms, from: r.from });
     return { tokens, truncated, T: ids.length, maps: r.maps, embedding: Array.from(r.embedding), ms: r.ms };
   }
 }

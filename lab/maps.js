@@ -32,6 +32,15 @@ export const colourIndex = (v) => Math.round(Math.min(Math.max(v, 0), 1) * (COLO
 // Offset of head (layer, head)'s T × T map in the flat output.
 export const mapStart = (layer, head, heads, T) => (layer * heads + head) * T * T;
 
+// Whether a layer's maps are the same numbers in `a` and `b` (both (layers, heads, T, T)): a
+// layer below the first one whose heads changed is, and need not be painted again.
+export function sameLayer(a, b, layer, heads, T) {
+  const size = heads * T * T;
+  if (!a || !b || a.length !== b.length) return false;
+  for (let i = layer * size; i < (layer + 1) * size; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 // Largest |Δ weight| of one map against the same map in `base` (all heads on).
 export function mapChange(maps, base, start, T) {
   let worst = 0;

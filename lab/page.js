@@ -9,7 +9,7 @@
 import { $, el, nextTask } from "./dom.js";
 import { paintLarge, paintTile } from "./draw.js";
 import { ch6Step, countMessage, gridMove, HeadSwitches, randomMask } from "./heads.js";
-import { cellAt, cosine, insideShare, mapChange, mapStart, meanAbsChange, median, poolMax, ranking, strongestKeys, tilePixels,
+import { cellAt, cosine, insideShare, mapChange, mapStart, meanAbsChange, median, poolMax, ranking, sameLayer, strongestKeys, tilePixels,
   windowRange } from "./maps.js";
 import { clickIntent, PointerPlace } from "./pointer.js";
 import { fmt, LabStringsError } from "./strings.js";
@@ -479,13 +479,17 @@ export class LabPage {
     return mapChange(maps, this.base.maps, mapStart(l, h, this.H, T), T);
   }
 
-  // The grid, a layer at a time, each layer its own task: a long text's 72 maps of 512 × 512
-  // weights never hold the page for long. False when a newer update took over meanwhile.
+  // The grid, a layer at a time, each layer its own task: a long text's 72 maps of 256 × 256
+  // weights never hold the page for long. A layer whose maps are the ones on screen (below the
+  // first layer whose heads changed) stays as it is. False when a newer update took over.
   async drawTiles(ticket) {
     const { result, base } = this;
     const n = this.tileSize();
     const pooled = new Float32Array(n * n);
+    const shown = this.shown && this.shown.n === n && this.shown.base === base ? this.shown.maps : null;
+    this.shown = null; // until every layer is painted
     for (let l = 0; l < this.L; l++) {
+      if (shown && sameLayer(shown, result.maps, l, this.H, result.T)) continue;
       if (l > 0) {
         await nextTask();
         if (this.pending !== ticket) return false;
@@ -499,6 +503,7 @@ export class LabPage {
         this.paintOne(l, h, n, pooled);
       }
     }
+    this.shown = { maps: result.maps, base, n };
     this.pixelsShown(n);
     return true;
   }
@@ -522,11 +527,12 @@ export class LabPage {
   }
 
   // Every small map again at its on-screen pixels (after the squares changed size): a long
-  // text's 512 × 512 weights become each pixel's largest (maps.js's poolMax).
+  // text's 256 × 256 weights become each pixel's largest (maps.js's poolMax).
   paintTiles() {
     const n = this.tileSize();
     const pooled = new Float32Array(n * n);
     for (let l = 0; l < this.L; l++) for (let h = 0; h < this.H; h++) this.paintOne(l, h, n, pooled);
+    if (this.shown) this.shown.n = n;
     this.pixelsShown(n);
   }
 

@@ -23,23 +23,76 @@ export async function loadRuntime(vendor) {
   return ort;
 }
 
-export function createSession(ort, model) {
-  return ort.InferenceSession.create(model, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+// The model file's stages (scripts/export_lab_model.py's pack_stages): the header's length
+// (uint32, little-endian), the header (JSON), then each stage's ONNX model in turn.
+export function unpackStages(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const length = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length)));
+  if (header.format !== "mha-lab-stages/1") throw new Error(`unknown model format ${header.format}`);
+  let at = 4 + length;
+  return header.stages.map(({ inputs, outputs, bytes: size }) => {
+    const part = bytes.subarray(at, at + size);
+    at += size;
+    return { inputs, outputs, part };
+  });
+}
+
+// One session per stage (a layer each, the first with the embeddings), and a memory of the
+// last run of each recent text: its mask, and each layer's maps and output.
+export async function createSession(ort, model) {
+  const stages = unpackStages(model);
+  const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
+  const sessions = [];
+  for (const s of stages) sessions.push(await ort.InferenceSession.create(s.part, options));
+  return { stages, sessions, memory: new Map() };
+}
+
+const REMEMBERED = 8; // texts whose layers are kept: the reader's, its candidates, a few more
+
+// The first layer whose mask row differs between `a` and `b` (`layers` when none does).
+function firstChanged(a, b, layers, heads) {
+  for (let l = 0; l < layers; l++) {
+    for (let h = 0; h < heads; h++) if (a[l * heads + h] !== b[l * heads + h]) return l;
+  }
+  return layers;
 }
 
 // One run: `ids` (numbers), `mask` (Float32Array, layers × heads). Returns every map (a
-// Float32Array of its own, (layers, heads, T, T)), the sentence embedding and the run's ms.
-export async function runSession(ort, session, ids, mask, layers, heads) {
+// Float32Array of its own, (layers, heads, T, T)), the sentence embedding, the run's ms and the
+// first layer it ran (`from`). A layer's output depends only on the text and the mask rows of
+// the layers up to it, so a text run before keeps its layers below the first changed row.
+export async function runSession(ort, model, ids, mask, layers, heads) {
   const T = ids.length;
+  const key = ids.join(" ");
   const t0 = performance.now();
-  const out = await session.run({
-    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
-    head_mask: new ort.Tensor("float32", mask, [layers, heads]),
-  });
+  let kept = model.memory.get(key);
+  model.memory.delete(key); // re-inserted below: the most recent text last
+  if (!kept) kept = { mask: null, maps: [], hidden: [], embedding: null };
+  const from = kept.mask ? firstChanged(kept.mask, mask, layers, heads) : 0;
+  if (from < layers) {
+    const feed = {
+      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
+      attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
+      head_mask: new ort.Tensor("float32", mask, [layers, heads]),
+    };
+    for (let l = from; l < layers; l++) {
+      const { inputs, outputs } = model.stages[l];
+      const given = {};
+      for (const name of inputs) given[name] = name.startsWith("hidden_") ? kept.hidden[l] : feed[name];
+      const out = await model.sessions[l].run(given);
+      kept.maps[l] = out[outputs[0]].data;
+      if (l < layers - 1) kept.hidden[l + 1] = out[outputs[1]];
+      else kept.embedding = Float32Array.from(out[outputs[1]].data);
+    }
+    kept.mask = Float32Array.from(mask);
+  }
+  model.memory.set(key, kept);
+  while (model.memory.size > REMEMBERED) model.memory.delete(model.memory.keys().next().value);
   const ms = performance.now() - t0;
-  const data = out.attentions.data;
   // A buffer of the maps' own, which a worker can hand over without copying.
-  const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-  return { maps: whole ? data : data.slice(), embedding: Float32Array.from(out.sentence_embedding.data), ms };
+  const size = heads * T * T;
+  const maps = new Float32Array(layers * size);
+  for (let l = 0; l < layers; l++) maps.set(kept.maps[l], l * size);
+  return { maps, embedding: kept.embedding.slice(), ms, from };
 }

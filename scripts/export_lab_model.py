@@ -10,11 +10,14 @@ book gets the model. Nothing it writes is committed: it goes under `_build/`.
 
 What it writes into `--out`:
 
-* `minilm-lab.onnx.gz`: `mha_lib.bert.lab.LabModel` (inputs `input_ids`,
-  `attention_mask`, float `head_mask` (layers, heads); outputs `attentions`
-  (layers, heads, T, T) and `sentence_embedding` (1, d_model)), at the chosen precision,
-  gzip-compressed (the page inflates it with the browser's DecompressionStream: the file is
-  served as it is, by any static server);
+* `minilm-lab.stages.gz`: `mha_lib.bert.lab.LabStages` cut into one ONNX model per layer
+  (`split_stages`: stage `i` takes `input_ids`, `attention_mask`, float `head_mask`
+  (layers, heads) and, after the first, `hidden_i`; it gives `maps_i` (heads, T, T) and
+  `hidden_{i+1}`, the last one `sentence_embedding` (1, d_model)), at the chosen precision,
+  packed one after the other behind a small JSON header (`pack_stages`) and gzip-compressed
+  (the page inflates it with the browser's DecompressionStream: the file is served as it is,
+  by any static server). The page runs a text again from the first layer whose heads
+  changed, keeping the layers below: a click on a long text runs only the layers it moves;
 * `vocab.txt`: the tokenizer's WordPiece vocabulary (the page tokenizes by itself);
 * `lab-model.json`: shapes, the precision chosen and why (every candidate's size and its
   largest difference from PyTorch on the book's sentences under several head masks,
@@ -46,7 +49,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-MODEL_FILE = "minilm-lab.onnx.gz"  # gzip: the page inflates it (DecompressionStream)
+MODEL_FILE = "minilm-lab.stages.gz"  # gzip: the page inflates it (DecompressionStream)
+STAGES_FORMAT = "mha-lab-stages/1"  # pack_stages: uint32 header length, JSON header, models
 META_FILE = "lab-model.json"
 OPSET = 18
 MAP_TOLERANCE = 5e-3  # largest |Δ weight| allowed in any map, any head, any mask
@@ -136,9 +140,9 @@ def presets(model: object, tokenizer: object) -> dict:
 def export_fp32(model: object, path: Path) -> None:
     import torch
 
-    from mha_lib.bert.lab import LabModel
+    from mha_lib.bert.lab import LabStages
 
-    lab = LabModel(model).eval()
+    lab = LabStages(model).eval()
     layers, heads = lab.num_layers, lab.num_heads
     ids = torch.tensor([[101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102]])
     tokens = torch.export.Dim("tokens", min=2, max=int(model.config.max_position_embeddings))
@@ -147,7 +151,7 @@ def export_fp32(model: object, path: Path) -> None:
         (ids, torch.ones_like(ids), torch.ones(layers, heads)),
         str(path),
         input_names=["input_ids", "attention_mask", "head_mask"],
-        output_names=["attentions", "sentence_embedding"],
+        output_names=lab.output_names(),
         dynamic_shapes=({1: tokens}, {1: tokens}, None),
         opset_version=OPSET,
         dynamo=True,
@@ -247,11 +251,11 @@ def to_planes(src: Path, dst: Path, step: float = PLANES_STEP) -> None:
     onnx.save(model, str(dst))
 
 
-def gzip_bytes(path: Path) -> bytes:
+def gzip_bytes(data: bytes) -> bytes:
     """The file as the page downloads it: gzip, level 9, no name or time in the header."""
     import gzip
 
-    return gzip.compress(path.read_bytes(), compresslevel=9, mtime=0)
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def to_int8(src: Path, dst: Path) -> None:
@@ -260,18 +264,70 @@ def to_int8(src: Path, dst: Path) -> None:
     quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
 
 
-def fidelity(path: Path, model: object, tokenizer: object, sentences: list[str]) -> dict:
+def split_stages(path: Path, stages: list[tuple[list[str], list[str]]]) -> list[bytes]:
+    """The exported graph cut into `stages` (`LabStages.stages`): each a model of its own
+    holding only the nodes and weights between its inputs and its outputs."""
+    import onnx
+    from onnx.utils import Extractor
+
+    extractor = Extractor(onnx.load(str(path)))
+    return [extractor.extract_model(ins, outs).SerializeToString() for ins, outs in stages]
+
+
+def pack_stages(parts: list[bytes], stages: list[tuple[list[str], list[str]]]) -> bytes:
+    """One file of all stages, as lab/session.js reads it: the header's length (uint32,
+    little-endian), the header (JSON: the format, each stage's inputs, outputs and bytes), then
+    the stages' models one after the other."""
+    import struct
+
+    header = {
+        "format": STAGES_FORMAT,
+        "stages": [
+            {"inputs": ins, "outputs": outs, "bytes": len(part)}
+            for (ins, outs), part in zip(stages, parts, strict=True)
+        ],
+    }
+    head = json.dumps(header).encode()
+    return struct.pack("<I", len(head)) + head + b"".join(parts)
+
+
+class StagedRun:
+    """The stages run one after the other in onnxruntime for Python, as the page runs them."""
+
+    def __init__(self, parts: list[bytes], stages: list[tuple[list[str], list[str]]]) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.log_severity_level = 3
+        self.stages = stages
+        self.sessions = [
+            ort.InferenceSession(part, options, providers=["CPUExecutionProvider"])
+            for part in parts
+        ]
+
+    def __call__(self, input_ids: object, attention_mask: object, mask: object) -> tuple:
+        """`(maps (L, H, T, T), embedding (1, D))` as numpy arrays."""
+        import numpy as np
+
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask, "head_mask": mask}
+        maps = []
+        for session, (ins, outs) in zip(self.sessions, self.stages, strict=True):
+            got = dict(zip(outs, session.run(outs, {k: feed[k] for k in ins}), strict=True))
+            maps.append(got[outs[0]])
+            feed[outs[1]] = got[outs[1]]
+        return np.stack(maps), feed["sentence_embedding"]
+
+
+def fidelity(parts: list[bytes], stages: list, model: object, tokenizer: object,
+             sentences: list[str]) -> dict:  # fmt: skip
     """Largest differences from PyTorch (mha_lib.bert.lab_outputs) over sentences × masks."""
     import numpy as np
-    import onnxruntime as ort
     import torch
 
     from mha_lib.bert.lab import LabModel, lab_outputs
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    run = StagedRun(parts, stages)
     lab = LabModel(model)
     worst_map = worst_emb = 0.0
     min_cos = 1.0
@@ -279,13 +335,10 @@ def fidelity(path: Path, model: object, tokenizer: object, sentences: list[str])
         for text in sentences:
             _, maps, emb = lab_outputs(model, tokenizer, text, torch.tensor(mask))
             enc = tokenizer(text, return_tensors="np")
-            got_maps, got_emb = session.run(
-                None,
-                {
-                    "input_ids": enc["input_ids"].astype(np.int64),
-                    "attention_mask": enc["attention_mask"].astype(np.int64),
-                    "head_mask": np.asarray(mask, dtype=np.float32),
-                },
+            got_maps, got_emb = run(
+                enc["input_ids"].astype(np.int64),
+                enc["attention_mask"].astype(np.int64),
+                np.asarray(mask, dtype=np.float32),
             )
             worst_map = max(worst_map, float(np.abs(got_maps - maps.numpy()).max()))
             worst_emb = max(worst_emb, float(np.abs(got_emb[0] - emb.numpy()).max()))
@@ -320,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from mha_lib import bert
-    from mha_lib.bert.lab import max_tokens
+    from mha_lib.bert.lab import LabStages, max_tokens
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     torch.manual_seed(0)
@@ -341,12 +394,15 @@ def main(argv: list[str] | None = None) -> int:
         to_fp16_weights(candidates["fp32"], candidates["fp16"])
         to_planes(candidates["fp32"], candidates["planes"])
         to_int8(candidates["fp32"], candidates["int8"])
-        measured = {}
+        stages = LabStages(model).stages()
+        measured, packed = {}, {}
         for name, path in candidates.items():
+            parts = split_stages(path, stages)
+            packed[name] = pack_stages(parts, stages)
             measured[name] = {
-                "bytes": path.stat().st_size,
-                "download_bytes": len(gzip_bytes(path)),
-                **fidelity(path, model, tokenizer, texts),
+                "bytes": len(packed[name]),
+                "download_bytes": len(gzip_bytes(packed[name])),
+                **fidelity(parts, stages, model, tokenizer, texts),
             }
             print(f"export_lab_model: {name}: {measured[name]}")
         fit = [
@@ -358,8 +414,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"no precision keeps the maps within {MAP_TOLERANCE}: {measured}")
         chosen = min(fit, key=lambda n: measured[n]["download_bytes"])
         out.mkdir(parents=True, exist_ok=True)
-        (out / MODEL_FILE).write_bytes(gzip_bytes(candidates[chosen]))
-        (out / "minilm-lab.onnx").unlink(missing_ok=True)  # an older export's uncompressed file
+        (out / MODEL_FILE).write_bytes(gzip_bytes(packed[chosen]))
+        for older in ("minilm-lab.onnx", "minilm-lab.onnx.gz"):  # earlier exports' files
+            (out / older).unlink(missing_ok=True)
     shutil.copyfile(bert.default_model_path() / "vocab.txt", out / "vocab.txt")
     cfg = model.config
     meta = {
@@ -373,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         "do_lower_case": bool(getattr(tokenizer, "do_lower_case", True)),
         "opset": OPSET,
         "precision": chosen,
+        "model_file": MODEL_FILE,
+        "stages": len(stages),
         "rule": {"map_tolerance": MAP_TOLERANCE, "cosine_floor": COSINE_FLOOR},
         "candidates": measured,
         "model_bytes": (out / MODEL_FILE).stat().st_size,  # as downloaded (gzip)

@@ -68,7 +68,7 @@ ORT_FILES = {
 LAB_PAGE = "book/lab"
 # lab.js imports its sibling modules by relative URL: every one must be served beside it.
 LAB_SOURCE_PATTERNS = ("*.js", "*.css")
-MODEL_FILES = ("minilm-lab.onnx.gz", "vocab.txt", "lab-model.json")
+MODEL_FILES = ("minilm-lab.stages.gz", "vocab.txt", "lab-model.json")
 OFF_HOST = re.compile(
     r"""(?:src|href)=["']https?://(?:cdnjs\.cloudflare\.com|cdn\.jsdelivr\.net|unpkg\.com)[^"']*"""
 )

