@@ -24,9 +24,8 @@ from mha_lib.data.coreference import CorefItem
 from mha_lib.data.similarity import SimilarityItem
 from mha_lib.data.syntax import Sentence
 
+
 # Syntax: heads as parsers
-
-
 def head_accuracy(
     word_maps: Sequence[torch.Tensor], sentences: Sequence[Sentence], *, specials: int = 1
 ) -> dict[str, torch.Tensor]:
@@ -182,8 +181,6 @@ def attachment_score(
 
 
 # Coreference and similarity: a choice between two earlier words
-
-
 def choice_hits(
     word_maps: Sequence[torch.Tensor],
     queries: Sequence[int],
