@@ -72,7 +72,8 @@ def cache_key() -> str:
     from mha_lib.bert import default_model_path
 
     h = hashlib.sha256()
-    inputs = [Path(__file__), CH6_RESULTS, REPO / "mha_lib" / "analysis" / "syntax_probe.py"]
+    inputs = [Path(__file__), CH6_RESULTS, REPO / "mha_lib" / "data" / "syntax.py",
+              REPO / "mha_lib" / "analysis" / "relations.py"]
     inputs += sorted((REPO / "mha_lib" / "bert").glob("*.py"))
     model_dir = default_model_path()
     inputs += sorted(p for p in model_dir.rglob("*") if p.is_file())
@@ -108,19 +109,20 @@ def sample_masks(layers: int, heads: int) -> list[tuple[str, list[list[float]]]]
 def presets(model: object, tokenizer: object) -> dict:
     """The head sets chapters 5 and 6 talk about, computed as those chapters compute them."""
     from mha_lib import bert
-    from mha_lib.analysis import syntax_probe
+    from mha_lib.analysis import relations
+    from mha_lib.data import syntax
 
     # Chapter 5: the best head per relation on its template corpus (same seed and size).
-    templates = syntax_probe.generate(200, seed=0)
+    templates = syntax.generate(200, seed=0)
     maps = bert.batch_attention_maps(model, tokenizer, [list(s.words) for s in templates])
     word_maps = []
     for s, (_, m) in zip(templates, maps, strict=True):
         groups, _ = bert.word_groups(tokenizer, list(s.words))
         word_maps.append(bert.to_word_level(m, groups))
-    accuracy = syntax_probe.head_accuracy(word_maps, templates)
+    accuracy = relations.head_accuracy(word_maps, templates)
     heads = int(model.config.num_attention_heads)
     syntactic = {}
-    for rel in syntax_probe.RELATIONS:
+    for rel in syntax.RELATIONS:
         if rel in accuracy:
             layer, head = divmod(int(accuracy[rel].argmax()), heads)
             syntactic[rel] = {"layer": layer, "head": head, "accuracy": float(accuracy[rel].max())}

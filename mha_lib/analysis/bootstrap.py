@@ -3,7 +3,7 @@
 Every interval the book quotes for a score over items comes from `bootstrap_ci`:
 the held-out head choices of chapter 5 (`mha_lib.analysis.heldout`, which resamples whole
 sentences when items are arcs of shared sentences) and the word-sense accuracy of chapter 6
-(`mha_lib.analysis.sense_eval`). One implementation means one random stream per seed: the
+(`mha_lib.analysis.probes`). One implementation means one random stream per seed: the
 same items give the same interval wherever they are scored.
 """
 

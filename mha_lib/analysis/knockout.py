@@ -3,8 +3,8 @@
 A head whose strongest weight goes from each direct object to its verb (chapter 5 part 3) shows
 a correlation. The test of use is an intervention: switch the head off (a head mask, which the
 caller applies) and read the hidden states above it with a probe for the *syntactic role* of
-nouns (`ROLES`: subject, direct object, object of a preposition), which a model can only
-tell by relating the noun to the words it depends on.
+nouns (`mha_lib.data.roles.ROLES`: subject, direct object, object of a preposition), which a
+model can only tell by relating the noun to the words it depends on.
 
 Two read-outs, as in chapter 6: a probe fitted on the intact model and kept *frozen* (is the
 role still written where the model wrote it?) and a probe *refitted* on the damaged model
@@ -35,33 +35,18 @@ import torch
 from torch import nn
 
 from mha_lib._checks import check_floating, check_positive_int, check_tensor
-from mha_lib.analysis.layer_probes import hits_by_layer
-from mha_lib.analysis.syntax_probe import AGENTS
+from mha_lib.analysis.probes import hits_by_layer
 from mha_lib.bert.lab import mean_pool
 from mha_lib.bert.loading import encoder_layers
 from mha_lib.bert.surgery import head_mask
+from mha_lib.data.roles import swap_texts
 
-ROLES = ("nsubj", "dobj", "pobj")  # subject, direct object, object of a preposition
 Head = tuple[int, int]  # (layer, head)
-# Verbs whose object can be any of AGENTS, and which are not symmetric ("met" is): swapping
-# subject and object changes who did what to whom.
-ROLE_VERBS = ("chased", "found", "helped", "called", "followed", "watched", "kicked", "pushed",
-              "thanked", "blamed", "praised", "warned")  # fmt: skip
-
-
-def role_words(
-    relations: Sequence[Sequence[str]], sentences: Sequence[int], roles: Sequence[str] = ROLES
-) -> list[tuple[int, int]]:
-    """`(sentence, word)` of every word of `sentences` whose relation is one of `roles`,
-    in sentence order: the items the role probe is fitted on or scored on."""
-    if not roles:
-        raise ValueError("roles must not be empty")
-    return [(i, j) for i in sentences for j, r in enumerate(relations[i]) if r in roles]
 
 
 def gather(states: Sequence[torch.Tensor], words: Sequence[tuple[int, int]]) -> torch.Tensor:
     """`(L + 1, N, D)`: every layer's state of each `(sentence, word)`, from per-sentence
-    `(L + 1, W, D)` states (`mha_lib.analysis.layer_probes.word_states`)."""
+    `(L + 1, W, D)` states (`mha_lib.analysis.probes.word_states`)."""
     if not words:
         raise ValueError("words must not be empty")
     return torch.stack([states[i][:, j] for i, j in words], 1)
@@ -76,7 +61,7 @@ def ranked_heads(
 ) -> list[Head]:
     """Every head, best first, by its accuracy on `relation`'s arcs of the `select`
     sentences (`hits`, `relations`, `owners` as from
-    `mha_lib.analysis.syntax_probe.arc_hits`); ties keep the lower layer and head."""
+    `mha_lib.analysis.relations.arc_hits`); ties keep the lower layer and head."""
     check_tensor(hits, "hits")
     if hits.dim() != 3 or hits.shape[0] != len(relations) or len(relations) != len(owners):
         raise ValueError("hits must be (A, L, H) with one relation and owner per arc")
@@ -287,37 +272,6 @@ def ablated(
     else:
         with heads_replaced(model, heads, means):
             yield
-
-
-def role_swaps(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
-    """`n` distinct `(subject, verb, object, other)`: two different nouns of
-    `AGENTS` around a verb of `ROLE_VERBS`, and a
-    third noun to put in the object's place (a change of who, not of roles)."""
-    check_positive_int("n", n)
-    rng = random.Random(seed)
-    out: list[tuple[str, str, str, str]] = []
-    possible = len(AGENTS) * (len(AGENTS) - 1) * (len(AGENTS) - 2) * len(ROLE_VERBS)
-    if n > possible:
-        raise ValueError(f"only {possible} distinct items exist, asked for {n}")
-    seen = set()
-    while len(out) < n:
-        a, b, c = rng.sample(AGENTS, 3)
-        item = (a, rng.choice(ROLE_VERBS), b, c)
-        if item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
-
-
-def swap_texts(items: Sequence[tuple[str, str, str, str]]) -> dict[str, list[str]]:
-    """The sentences of `role_swaps`' items: `"the dog chased the cat."` (`"base"`),
-    its role swap `"the cat chased the dog."` (`"swap"`) and the same with another object,
-    `"the dog chased the bird."` (`"sub"`)."""
-    return {
-        "base": [f"the {a} {v} the {b}." for a, v, b, _ in items],
-        "swap": [f"the {b} {v} the {a}." for a, v, b, _ in items],
-        "sub": [f"the {a} {v} the {c}." for a, v, _, c in items],
-    }
 
 
 def sentence_embeddings(

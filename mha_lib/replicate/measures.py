@@ -19,13 +19,14 @@ import torch
 
 from mha_lib import bert
 from mha_lib.analysis import (
-    coref_probe,
     differences,
     head_stats,
     heldout,
-    silver_syntax,
-    syntax_probe,
+    relations,
 )
+from mha_lib.data import coreference as coref_data
+from mha_lib.data import syntax as syntax_data
+from mha_lib.data.sentences import LONG_SENTENCES
 from mha_lib.experiments.studies.ch9_sinks import SINK_WEIGHT
 from mha_lib.replicate.models import Loaded
 from mha_lib.replicate.verdicts import (
@@ -97,12 +98,12 @@ class Context:
             self.cache[key] = make()
         return self.cache[key]
 
-    def silver(self) -> list[syntax_probe.Sentence]:
+    def silver(self) -> list[syntax_data.Sentence]:
         """Chapter 5's long sentences with spaCy's silver arcs."""
 
-        def make() -> list[syntax_probe.Sentence]:
-            nlp = self.once("parser", silver_syntax.load_parser)
-            return silver_syntax.parse(nlp, silver_syntax.LONG_SENTENCES)
+        def make() -> list[syntax_data.Sentence]:
+            nlp = self.once("parser", syntax_data.load_parser)
+            return syntax_data.parse(nlp, LONG_SENTENCES)
 
         return self.once("silver", make)  # type: ignore[return-value]
 
@@ -147,14 +148,14 @@ def _table(header: list[str], rows: list[list[object]]) -> str:
 # --------------------------------------------------------------------------------------------
 # Syntax: the best head against the best fixed offset, both chosen on one half (chapter 5.3)
 # --------------------------------------------------------------------------------------------
-def silver_scores(ctx: Context) -> dict[str, syntax_probe.RelationScore]:
+def silver_scores(ctx: Context) -> dict[str, relations.RelationScore]:
     """Chapter 5 part 3's held-out scores on the long sentences, per relation and `"all"`."""
     silver = ctx.silver()
     maps = ctx.word_maps("silver_word_maps", [list(s.words) for s in silver])
-    arcs = syntax_probe.arc_hits(maps, silver) + (syntax_probe.offset_hits(silver, OFFSETS),)
+    arcs = relations.arc_hits(maps, silver) + (relations.offset_hits(silver, OFFSETS),)
     pick, report = heldout.split_halves(len(silver), seed=0)
     return {
-        rel: syntax_probe.heldout_scores(*arcs, rel, pick, report)
+        rel: relations.heldout_scores(*arcs, rel, pick, report)
         for rel in SILVER_RELATIONS + ("all",)
     }
 
@@ -251,13 +252,13 @@ def coref_gain(
 def coreference(ctx: Context) -> Finding:
     """Row 4 (coreference): a head that attends from the pronoun to its antecedent more often
     than the input embeddings' closer candidate does, held out by frame."""
-    items = coref_probe.generate(COREF_FRAMES, seed=0)
+    items = coref_data.generate(COREF_FRAMES, seed=0)
     maps = ctx.word_maps("coref_word_maps", [list(it.words) for it in items])
     args = (
         [it.pronoun for it in items], [it.candidates for it in items],
         [it.antecedent for it in items],
     )  # fmt: skip
-    hits = coref_probe.choice_hits(maps, *args)  # (N, L, H)
+    hits = relations.choice_hits(maps, *args)  # (N, L, H)
     frames = [it.frame for it in items]
     pick, report = heldout.split_halves(max(frames) + 1, seed=1)
     best = heldout.best_head(hits, pick, report, frames)
@@ -267,13 +268,13 @@ def coreference(ctx: Context) -> Finding:
         pieces = ctx.tokenizer(word, add_special_tokens=False)["input_ids"]
         return emb[pieces].mean(0)
 
-    lexical = coref_probe.lexical_choice([it.words for it in items], *args, embed)
+    lexical = relations.lexical_choice([it.words for it in items], *args, embed)
     # The baselines a head must beat: the input embeddings' closer candidate, and the rules
     # that need no model (first noun, nearest noun; 50 % by construction). The one chosen on
     # the selection half is the bar: a random model's embeddings can fall below chance, and a
     # coin-flip head must not pass for beating them.
     rules = {"input embeddings": lexical}
-    rules |= {k: v for k, v in coref_probe.rule_hits(items).items() if "agrees" not in k}
+    rules |= {k: v for k, v in relations.coref_rule_hits(items).items() if "agrees" not in k}
     bar, bar_score, _ = heldout.best_rule(rules, pick, report, frames)
     _, lex_score, _ = heldout.best_rule({"lexical": lexical}, pick, report, frames)
     vs = coref_gain(hits, best, report, frames, rules[bar])
@@ -305,7 +306,7 @@ def _corpus_maps(ctx: Context) -> tuple[list[list[str]], list[torch.Tensor]]:
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     def make() -> tuple[list[list[str]], list[torch.Tensor]]:
-        templates = syntax_probe.generate(200, seed=0)
+        templates = syntax_data.generate(200, seed=0)
         pairs = bert.batch_attention_maps(
             ctx.model, ctx.tokenizer, [list(s.words) for s in templates]
         ) + bert.batch_attention_maps(ctx.model, ctx.tokenizer, list(NATURAL_SENTENCES))
@@ -515,15 +516,15 @@ def pruning_study(ctx: Context) -> Finding:
     """Rows 9 and 12: half of the heads removed by importance, in reverse and at random, read
     by the probe fitted on the full model (frozen) and by one refitted after pruning."""
     from mha_lib import pruning
-    from mha_lib.analysis import sense_eval
+    from mha_lib.analysis import probes
     from mha_lib.experiments.studies import ch6_pretrained as study
 
     ctx.note("pruning: fitting the word-sense probe")
     s = study.setup(model=ctx.model, tokenizer=ctx.tokenizer, sizes=PRUNE_SIZES)
     margin = study.MARGIN_POINTS
-    full = sense_eval.item_correct(s.model, s.evaluation, s.probe)  # (N,) bool
+    full = probes.item_correct(s.model, s.evaluation, s.probe)  # (N,) bool
     with bert.head_mask(s.model, s.heads.ones() * 0.0):
-        floor = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+        floor = probes.item_correct(s.model, s.evaluation, s.probe)
     headroom = differences.compare(100 * full.double(), 100 * floor.double(), margin=margin,
                                    paired=True)  # fmt: skip
     alive = s.heads.present()
@@ -551,8 +552,8 @@ def pruning_study(ctx: Context) -> Finding:
     for name, removed in orders.items():
         ctx.note(f"pruning: {name}, frozen read-out")
         with bert.head_mask(s.model, study.pruned_mask(s, removed)):
-            frozen[name] = sense_eval.item_correct(s.model, s.evaluation, s.probe)
-    probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
+            frozen[name] = probes.item_correct(s.model, s.evaluation, s.probe)
+    probe_batches = probes.make_batches(s.tokenizer, s.probe_items)
     refit = {}
     for name in ("importance", "reverse", f"random {PRUNE_RANDOM_SEEDS[0]}"):
         ctx.note(f"pruning: {name}, refitted read-out")
@@ -675,36 +676,36 @@ def layer_probes(ctx: Context) -> Finding:
     (semantics), probed linearly in every layer, held out by sentence."""
     from spacy.tokens import Doc
 
-    from mha_lib.analysis import layer_probes as lp
-    from mha_lib.analysis import sense_eval
+    from mha_lib.analysis import probes
+    from mha_lib.data import senses
 
     silver = ctx.silver()
-    nlp = ctx.once("parser", silver_syntax.load_parser)
+    nlp = ctx.once("parser", syntax_data.load_parser)
     words = [list(s.words) for s in silver]
     pos = [[t.pos_ for t in nlp(Doc(nlp.vocab, words=w))] for w in words]
     dep = [list(s.relations) for s in silver]
     ctx.note("probes: hidden states")
     states = _silver_states(ctx)  # (L + 1, W, D) each
     fit_half, test_half = heldout.split_halves(len(silver), seed=0)
-    groups = lp.sentence_ids(pos, test_half)
+    groups = probes.sentence_ids(pos, test_half)
     hits, majority = {}, {}
     for task, labels in (("pos", pos), ("dep", dep)):
         ctx.note(f"probes: {task}")
-        hits[task] = lp.layer_hits(states, labels, fit_half, test_half)
+        hits[task] = probes.layer_hits(states, labels, fit_half, test_half)
         train = [v for i in fit_half for v in labels[i]]
         test = [v for i in test_half for v in labels[i]]
         common = max(set(train), key=train.count)
         majority[task] = 100 * sum(v == common for v in test) / len(test)
     ctx.note("probes: sense")
-    fit_items = sense_eval.make_sense_set("probe", SENSE_FIT, seed=0)
-    test_items = sense_eval.make_sense_set("eval", SENSE_TEST, seed=2)
+    fit_items = senses.make_sense_set("probe", SENSE_FIT, seed=0)
+    test_items = senses.make_sense_set("eval", SENSE_TEST, seed=2)
 
-    def domain(item: sense_eval.SenseItem) -> int:
-        return sense_eval.DOMAIN_NAMES.index(item.domains[item.label])
+    def domain(item: senses.SenseItem) -> int:
+        return senses.DOMAIN_NAMES.index(item.domains[item.label])
 
-    fit_x = lp.target_layer_states(ctx.model, sense_eval.make_batches(ctx.tokenizer, fit_items))
-    test_x = lp.target_layer_states(ctx.model, sense_eval.make_batches(ctx.tokenizer, test_items))
-    hits["sense"] = lp.hits_by_layer(
+    fit_x = probes.target_layer_states(ctx.model, probes.make_batches(ctx.tokenizer, fit_items))
+    test_x = probes.target_layer_states(ctx.model, probes.make_batches(ctx.tokenizer, test_items))
+    hits["sense"] = probes.hits_by_layer(
         fit_x, [domain(i) for i in fit_items], test_x, [domain(i) for i in test_items]
     )
     train = [domain(i) for i in fit_items]
@@ -756,11 +757,11 @@ def layer_probes(ctx: Context) -> Finding:
 
 def _silver_states(ctx: Context) -> list[torch.Tensor]:
     """Every layer's state of every word of the long sentences, `(L + 1, W, D)` each."""
-    from mha_lib.analysis import layer_probes as lp
+    from mha_lib.analysis import probes
 
     words = [list(s.words) for s in ctx.silver()]
     return ctx.once(  # type: ignore[return-value]
-        "silver_states", lambda: lp.word_states(ctx.model, ctx.tokenizer, words)
+        "silver_states", lambda: probes.word_states(ctx.model, ctx.tokenizer, words)
     )
 
 
@@ -777,29 +778,29 @@ def knockout_read(ctx: Context) -> Finding:
     that layer, each zeroed alone, and against the subjects' role (specificity)."""
     import random
 
-    from mha_lib.analysis import knockout
-    from mha_lib.analysis import layer_probes as lp
+    from mha_lib.analysis import knockout, probes
+    from mha_lib.data.roles import role_words
     from mha_lib.experiments.studies import ch5_knockout as study
 
     silver = ctx.silver()
     words = [list(s.words) for s in silver]
-    relations = [list(s.relations) for s in silver]
+    word_relations = [list(s.relations) for s in silver]
     maps = ctx.word_maps("silver_word_maps", words)
-    arcs = syntax_probe.arc_hits(maps, silver)
+    arcs = relations.arc_hits(maps, silver)
     pick, report = heldout.split_halves(len(silver), seed=study.SPLIT_SEED)
     head = knockout.ranked_heads(*arcs, "dobj", pick)[0]
     layer = head[0] + 1  # the first states after the head (0 = the embeddings)
-    train_w, test_w = knockout.role_words(relations, pick), knockout.role_words(relations, report)
-    train_y = [relations[i][j] for i, j in train_w]
-    test_y = [relations[i][j] for i, j in test_w]
+    train_w, test_w = role_words(word_relations, pick), role_words(word_relations, report)
+    train_y = [word_relations[i][j] for i, j in train_w]
+    test_y = [word_relations[i][j] for i, j in test_w]
     groups = [i for i, _ in test_w]
     intact = _silver_states(ctx)
-    frozen = lp.fit_probe(knockout.gather(intact, train_w)[layer], train_y)
+    frozen = probes.fit_probe(knockout.gather(intact, train_w)[layer], train_y)
 
     def hits(states: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         tr, te = knockout.gather(states, train_w)[layer], knockout.gather(states, test_w)[layer]
-        return {"frozen": lp.probe_hits(tr, train_y, te, test_y, probe=frozen),
-                "refit": lp.probe_hits(tr, train_y, te, test_y)}  # fmt: skip
+        return {"frozen": probes.probe_hits(tr, train_y, te, test_y, probe=frozen),
+                "refit": probes.probe_hits(tr, train_y, te, test_y)}  # fmt: skip
 
     def change(h: dict[str, torch.Tensor], base: dict[str, torch.Tensor], readout: str,
                role: str) -> differences.Difference:  # fmt: skip

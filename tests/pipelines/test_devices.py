@@ -20,7 +20,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from mha_lib import MultiHeadAttention, bert, pruning
-from mha_lib.analysis import head_stats, sense_eval
+from mha_lib.analysis import head_stats, probes
+from mha_lib.data import senses
 from mha_lib.experiments import training
 from mha_lib.experiments.tasks import associative_recall
 from mha_lib.experiments.toy_transformer import ToyTransformer
@@ -74,20 +75,20 @@ def minilm(tiny_bert):
 def bert_pipeline(model, tokenizer, device):
     """Maps, head mask with gradients, the word-sense probe, importance, pruning, a layer copy."""
     model = model.to(device)
-    batches = sense_eval.make_batches(tokenizer, sense_eval.make_sense_set("eval", 8, seed=0))
+    batches = probes.make_batches(tokenizer, senses.make_sense_set("eval", 8, seed=0))
     tokens, maps = bert.attention_maps(model, tokenizer, "the cat sat on the mat.")
     head_stats.head_statistics([maps], [tokens])
-    probe = sense_eval.fit_probe(model, batches)
+    probe = probes.sense_probe(model, batches)
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     mask = torch.ones(layers, heads, device=device, requires_grad=True)
     with bert.head_mask(model, mask):
-        sense_eval.sense_loss(model, batches[0], probe).backward()
+        probes.sense_loss(model, batches[0], probe).backward()
     assert mask.grad is not None and mask.grad.device == mask.device
-    sense_eval.sense_accuracy(model, batches, probe)
+    probes.sense_accuracy(model, batches, probe)
     adapter = pruning.BertHeads(
         model,
-        lambda m, b: sense_eval.sense_loss(m, b, probe, reduction="none"),
-        lambda m, bs: sense_eval.sense_accuracy(m, bs, probe),
+        lambda m, b: probes.sense_loss(m, b, probe, reduction="none"),
+        lambda m, bs: probes.sense_accuracy(m, bs, probe),
     )
     pruning.head_importance(adapter, batches)
     pruning.ablation_effects(adapter, batches)
@@ -144,12 +145,13 @@ def test_multihead_attention_creates_nothing_off_device():
 
 def test_the_audit_catches_a_factory_call_without_a_device(monkeypatch):
     """The audit itself can fail: a library function that forgets the device is reported."""
-    from mha_lib.analysis import sense_eval as se
+    from mha_lib.analysis import probes
+    from mha_lib.data import senses
 
     def careless(batch_size):
-        return torch.arange(batch_size) % len(se.SPLITS)  # no device
+        return torch.arange(batch_size) % len(senses.SPLITS)  # no device
 
-    careless.__code__ = careless.__code__.replace(co_filename=se.__file__)
+    careless.__code__ = careless.__code__.replace(co_filename=probes.__file__)
     found = audited(lambda: careless(8))
     assert found and "without a device" in found[0]
 

@@ -166,17 +166,19 @@ def minilm_report(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
     from mha_lib import bert
-    from mha_lib.analysis import heldout, silver_syntax, syntax_probe
+    from mha_lib.analysis import heldout, relations
+    from mha_lib.data import syntax
+    from mha_lib.data.sentences import LONG_SENTENCES
 
     loaded, result = minilm_report
     # Chapter 5 part 3's cells, as the notebook runs them.
-    silver = silver_syntax.parse(silver_syntax.load_parser(), silver_syntax.LONG_SENTENCES)
+    silver = syntax.parse(syntax.load_parser(), LONG_SENTENCES)
     maps = [m for _, m in bert.batch_attention_maps(
         loaded.model, loaded.tokenizer, [list(s.words) for s in silver], words=True)]
-    arcs = syntax_probe.arc_hits(maps, silver)
-    arcs += (syntax_probe.offset_hits(silver, [o for o in range(-8, 9) if o]),)
+    arcs = relations.arc_hits(maps, silver)
+    arcs += (relations.offset_hits(silver, [o for o in range(-8, 9) if o]),)
     pick, rep = heldout.split_halves(len(silver), seed=0)
-    dobj = syntax_probe.heldout_scores(*arcs, "dobj", pick, rep)
+    dobj = relations.heldout_scores(*arcs, "dobj", pick, rep)
     row = next(r for r in result.rows if r.number == "4" and "syntax" in r.claim)
     assert row.numbers["dobj_acc"] == 100 * dobj.head.reported
     assert row.numbers["dobj_base"] == 100 * dobj.offset_score
@@ -196,12 +198,13 @@ def test_on_minilm_the_sink_row_counts_chapter_9s_committed_sink_heads(minilm_re
 
 def test_on_minilm_the_self_weight_row_is_chapter_5s_ratio(minilm_report):
     from mha_lib import bert
-    from mha_lib.analysis import head_stats, syntax_probe
+    from mha_lib.analysis import head_stats
+    from mha_lib.data import syntax
     from mha_lib.data.sentences import NATURAL_SENTENCES
 
     loaded, result = minilm_report
     # Chapter 5 part 1's cells: templates as word lists, then the natural sentences.
-    templates = syntax_probe.generate(200, seed=0)
+    templates = syntax.generate(200, seed=0)
     pairs = bert.batch_attention_maps(loaded.model, loaded.tokenizer,
                                       [list(s.words) for s in templates])
     pairs += bert.batch_attention_maps(loaded.model, loaded.tokenizer, list(NATURAL_SENTENCES))

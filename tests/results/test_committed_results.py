@@ -192,13 +192,13 @@ def test_ch7_live_checks_refuse_another_configuration(ch7):
 def test_ch6_pretrained_sample_reproduces():
     ch6 = study_module("ch6_pretrained")
     committed = load_results(RESULTS / "ch6_pretrained.json")
-    from mha_lib.analysis import sense_eval
+    from mha_lib.analysis import probes
 
     with torch.random.fork_rng():
         s = ch6.setup(probe=committed["probe"])
         rule, pruned = ch6.LIVE_REFIT  # the page's refit: half of the heads by importance
         order = next(c for c in committed["curves"] if c["rule"] == rule)["order"]
-        probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
+        probe_batches = probes.make_batches(s.tokenizer, s.probe_items)
         refit = ch6.refit_correct(s, order[:pruned], probe_batches).float().mean()
         importance = ch6.pruning.head_importance(s.heads, s.score)
         # The page's own call (CARRIERS), once (a minute on plain-C kernels), on the file with

@@ -10,13 +10,13 @@ import math
 import pytest
 import torch
 
-from mha_lib.analysis import heldout, sense_eval
+from mha_lib.analysis import heldout, probes
 from mha_lib.analysis.bootstrap import bootstrap_ci, bootstrap_p
 
 
 def test_every_interval_of_the_library_is_this_one():
     assert heldout.bootstrap_ci is bootstrap_ci
-    assert sense_eval.bootstrap_interval is bootstrap_ci
+    assert probes.bootstrap_interval is bootstrap_ci
 
 
 def test_a_constant_sample_has_no_spread():

@@ -8,21 +8,22 @@ import torch
 
 from mha_lib import bert
 from mha_lib.analysis import knockout as ko
-from mha_lib.analysis import layer_probes
+from mha_lib.analysis import probes
+from mha_lib.data import roles
 from mha_lib.experiments.studies import ch5_knockout
 
 
 def test_role_words_and_gather_by_hand():
     relations = [["det", "nsubj", "root", "dobj"], ["nsubj", "root", "prep", "pobj"]]
-    assert ko.role_words(relations, [0, 1]) == [(0, 1), (0, 3), (1, 0), (1, 3)]
-    assert ko.role_words(relations, [1], roles=("pobj",)) == [(1, 3)]
+    assert roles.role_words(relations, [0, 1]) == [(0, 1), (0, 3), (1, 0), (1, 3)]
+    assert roles.role_words(relations, [1], roles=("pobj",)) == [(1, 3)]
     states = [torch.arange(2 * 4 * 3.0).reshape(2, 4, 3), -torch.ones(2, 4, 3)]
     x = ko.gather(states, [(0, 3), (1, 0)])
     assert x.shape == (2, 2, 3)
     torch.testing.assert_close(x[:, 0], states[0][:, 3])
     torch.testing.assert_close(x[:, 1], -torch.ones(2, 3))
     with pytest.raises(ValueError):
-        ko.role_words(relations, [0], roles=())
+        roles.role_words(relations, [0], roles=())
 
 
 def test_ranked_heads_counts_the_selected_sentences_only():
@@ -77,7 +78,7 @@ def test_a_frozen_probe_loses_what_a_refitted_one_finds():
     x = torch.randn(1, 300, 6, generator=g, device="cpu")
     x[0, :, 0] += torch.tensor([4.0 if v == "dobj" else -4.0 for v in y], device="cpu")
     train, test = x[:, :200], x[:, 200:]
-    frozen = layer_probes.fit_by_layer(train, y[:200])
+    frozen = probes.fit_by_layer(train, y[:200])
     same = ko.read_roles(train, y[:200], test, y[200:], frozen)
     assert same["frozen"].all() and torch.equal(same["frozen"], same["refit"])
     perm = torch.tensor([3, 1, 2, 0, 4, 5], device="cpu")  # the role moves to feature 3
@@ -91,7 +92,7 @@ def test_a_frozen_probe_loses_what_a_refitted_one_finds():
 def test_a_head_switched_off_changes_only_the_layers_above_it():
     model, tokenizer = bert.load()
     words = [["the", "farmer", "painted", "the", "old", "box", "."]]
-    intact = layer_probes.word_states(model, tokenizer, words)[0]
+    intact = probes.word_states(model, tokenizer, words)[0]
     assert torch.equal(ch5_knockout.knockout_states(model, tokenizer, words, [])[0], intact)
     off = ch5_knockout.knockout_states(model, tokenizer, words, [(2, 0)])[0]
     assert torch.equal(off[:3], intact[:3])  # embeddings and layers 0-1: before head 2-0
@@ -107,7 +108,7 @@ def test_a_head_switched_off_changes_only_the_layers_above_it():
 
     handle = layer.register_forward_hook(zero_head)
     try:
-        by_hand = layer_probes.word_states(model, tokenizer, words)[0]
+        by_hand = probes.word_states(model, tokenizer, words)[0]
     finally:
         handle.remove()
     torch.testing.assert_close(off, by_hand)
@@ -241,16 +242,6 @@ def test_mean_ablation_puts_the_mean_in_place_and_zero_means_equal_zeroing():
     with pytest.raises(ValueError):
         with ko.heads_replaced(model, [(2, 0)], values[:, :, :4]):
             pass
-
-
-def test_role_swaps_and_their_sentences():
-    items = ko.role_swaps(50, seed=1)
-    assert items == ko.role_swaps(50, seed=1) and len(set(items)) == 50
-    for a, v, b, c in items:
-        assert len({a, b, c}) == 3 and v in ko.ROLE_VERBS
-    texts = ko.swap_texts([("dog", "chased", "cat", "bird")])
-    assert texts == {"base": ["the dog chased the cat."], "swap": ["the cat chased the dog."],
-                     "sub": ["the dog chased the bird."]}  # fmt: skip
 
 
 def test_sentence_embeddings_and_swap_distances():

@@ -39,15 +39,11 @@ import torch
 from torch import nn
 
 from mha_lib import bert
-from mha_lib.analysis import (
-    differences,
-    heldout,
-    knockout,
-    layer_probes,
-    silver_syntax,
-    syntax_probe,
-)
+from mha_lib.analysis import differences, heldout, knockout, probes
 from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis.relations import arc_hits
+from mha_lib.data import roles, syntax
+from mha_lib.data.sentences import LONG_SENTENCES
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
@@ -65,7 +61,7 @@ DRAWS = 30  # control sets of three heads, per relation and kind
 SPLIT_SEED = 0  # part 3's halves: heads chosen on one, roles scored on the other
 DRAW_SEED = 0
 ABLATIONS = ("zero", "mean")  # a head's output times 0, or replaced by its corpus mean
-N_ITEMS = 200  # role-swap pairs for the output test (knockout.role_swaps)
+N_ITEMS = 200  # role-swap pairs for the output test (mha_lib.data.roles.role_swaps)
 ITEM_SEED = 0
 # Margins fixed before the run, for verdicts of "no change". A role's accuracy: 5 points, one
 # word in twenty of that role read otherwise, the smallest loss we would call losing the role
@@ -131,7 +127,7 @@ def knockout_states(
     before the output projection: their outputs times 0, or with `means` (L, H, D_head)
     each replaced by its mean output. Nothing else changes."""
     with knockout.ablated(model, heads, means):
-        return layer_probes.word_states(model, tokenizer, word_lists)
+        return probes.word_states(model, tokenizer, word_lists)
 
 
 def setup(
@@ -141,20 +137,20 @@ def setup(
     if model is None:
         model, tokenizer = bert.load()
     if silver is None:
-        silver = silver_syntax.parse(silver_syntax.load_parser(), silver_syntax.LONG_SENTENCES)
+        silver = syntax.parse(syntax.load_parser(), LONG_SENTENCES)
     words = [list(s.words) for s in silver]
     relations = [list(s.relations) for s in silver]
     maps = [m for _, m in bert.batch_attention_maps(model, tokenizer, words, words=True)]
-    arcs = syntax_probe.arc_hits(maps, silver)
+    arcs = arc_hits(maps, silver)
     pick, report = heldout.split_halves(len(silver), seed=SPLIT_SEED)
-    train_words = knockout.role_words(relations, pick)
-    test_words = knockout.role_words(relations, report)
-    states = layer_probes.word_states(model, tokenizer, words)
+    train_words = roles.role_words(relations, pick)
+    test_words = roles.role_words(relations, report)
+    states = probes.word_states(model, tokenizer, words)
     means = knockout.head_means(model, tokenizer, [words[i] for i in pick])
-    items = knockout.role_swaps(N_ITEMS, ITEM_SEED)
+    items = roles.role_swaps(N_ITEMS, ITEM_SEED)
     s = Setup(model, tokenizer, words, relations, arcs, pick, report, train_words, test_words,
               [], {}, means, items, {})  # fmt: skip
-    s.frozen = layer_probes.fit_by_layer(knockout.gather(states, train_words), s.train_y)
+    s.frozen = probes.fit_by_layer(knockout.gather(states, train_words), s.train_y)
     s.intact = read(s, ())
     s.intact_out = output(s, ())
     return s
@@ -210,7 +206,7 @@ def paired_drop(s: Setup, hits: dict[str, torch.Tensor]) -> dict[str, dict[str, 
     out: dict[str, dict[str, list]] = {}
     for name, h in hits.items():
         out[name] = {}
-        for role in knockout.ROLES:
+        for role in roles.ROLES:
             cols = [k for k, r in enumerate(s.test_y) if r == role]
             groups = [s.test_words[k][0] for k in cols]
             change = h[:, cols].double() - s.intact[name][:, cols].double()  # (L + 1, N_role)
@@ -358,7 +354,7 @@ def roles_at(
     `outcome` against `MARGIN_POINTS` (`mha_lib.analysis.differences.
     from_intervals`: equivalent, different, within the margin, or not detected)."""
     out = {role: compare(committed, relation, k, readout, layer, ablation, role)
-           for role in knockout.ROLES}  # fmt: skip
+           for role in roles.ROLES}  # fmt: skip
     row = arm(committed, relation, k, ablation)["specificity"][readout][layer]
     out["specificity"] = _decided(*(100 * v for v in row), MARGIN_POINTS)
     return out
@@ -591,7 +587,7 @@ def _run(args: argparse.Namespace) -> None:
                    "split_seed": SPLIT_SEED, "draw_seed": DRAW_SEED,
                    "ablations": list(ABLATIONS), "items": N_ITEMS, "item_seed": ITEM_SEED,
                    "margin_points": MARGIN_POINTS, "margin_output": MARGIN_OUTPUT,
-                   "roles": list(knockout.ROLES), "layers": num_layers, "heads": num_heads,
+                   "roles": list(roles.ROLES), "layers": num_layers, "heads": num_heads,
                    "train_words": len(s.train_words), "test_words": len(s.test_words),
                    "test_sentences": len(s.report)},
         "intact": summary(s, s.intact),

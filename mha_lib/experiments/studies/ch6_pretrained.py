@@ -6,7 +6,7 @@ refits takes about a minute on its own, longer on a busy machine):
     HF_HUB_OFFLINE=1 .venv/bin/python -m mha_lib.experiments.studies.ch6_pretrained
 
 writes `scripts/results/ch6_pretrained.json` on the word-sense test of
-`mha_lib.analysis.sense_eval`: the full model against its floor (every head masked) and the
+`mha_lib.analysis.probes`: the full model against its floor (every head masked) and the
 lexical baselines, Michel et al. (2019) importance on the scoring items and on resampled
 scoring items (its noise), single-head ablation with its standard error, pruning curves (by
 importance, in reverse, and in random orders) read by the probe fitted on the full model, the
@@ -41,9 +41,10 @@ from scipy import stats
 from torch import nn
 
 from mha_lib import bert, pruning
-from mha_lib.analysis import sense_eval
+from mha_lib.analysis import probes
 from mha_lib.analysis.bootstrap import paired_stderr
 from mha_lib.analysis.differences import Difference, compare, from_stderr, holm
+from mha_lib.data import senses
 from mha_lib.experiments.reproduce import (
     Check,
     kept_parts,
@@ -124,16 +125,16 @@ def setup(
     if model is None:
         model, tokenizer = bert.load(device=device)
     items = {
-        split: sense_eval.make_sense_set(split, n, seed)
+        split: senses.make_sense_set(split, n, seed)
         for split, n, seed in (
             ("probe", sizes[0], PROBE_SEED),
             ("score", sizes[1], SCORE_SEED),
             ("eval", sizes[2], EVAL_SEED),
         )
     }
-    batches = {k: sense_eval.make_batches(tokenizer, v) for k, v in items.items()}
+    batches = {k: probes.make_batches(tokenizer, v) for k, v in items.items()}
     if probe is None:
-        fitted = sense_eval.fit_probe(model, batches["probe"], C=PROBE_C)
+        fitted = probes.sense_probe(model, batches["probe"], C=PROBE_C)
     else:
         first = next(model.parameters())
         weight = torch.tensor(probe["weight"], dtype=first.dtype, device=first.device)
@@ -146,8 +147,8 @@ def setup(
     probe = fitted
     heads = pruning.BertHeads(
         model,
-        lambda m, b: sense_eval.sense_loss(m, b, probe, reduction="none"),
-        lambda m, bs: sense_eval.sense_accuracy(m, bs, probe),
+        lambda m, b: probes.sense_loss(m, b, probe, reduction="none"),
+        lambda m, bs: probes.sense_accuracy(m, bs, probe),
     )
     return Setup(model, tokenizer, probe, items["probe"], batches["score"], batches["eval"], heads)
 
@@ -193,8 +194,8 @@ def ablation_survivors(committed: dict, alpha: float = FAMILY_ALPHA) -> np.ndarr
 
 def resampled_scoring(s: Setup, seed: int) -> list:
     """Another draw of the scoring split (same words, other sentences): importance's noise."""
-    return sense_eval.make_batches(
-        s.tokenizer, sense_eval.make_sense_set("score", SCORE_ITEMS, seed)
+    return probes.make_batches(
+        s.tokenizer, senses.make_sense_set("score", SCORE_ITEMS, seed)
     )
 
 
@@ -210,19 +211,19 @@ def masked_loss(s: Setup, layer: int | None = None, head: int | None = None) -> 
 
 
 def base_part(s: Setup) -> dict[str, object]:
-    correct = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+    correct = probes.item_correct(s.model, s.evaluation, s.probe)
     nl, nh = s.heads.num_layers, s.heads.num_heads
     with bert.head_mask(s.model, s.heads.ones() * 0.0):
-        floor = sense_eval.sense_accuracy(s.model, s.evaluation, s.probe)
-    eval_items = sense_eval.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
+        floor = probes.sense_accuracy(s.model, s.evaluation, s.probe)
+    eval_items = senses.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
     return {
         "accuracy": float(correct.float().mean()),
-        "interval": list(sense_eval.bootstrap_interval(correct)),
+        "interval": list(probes.bootstrap_interval(correct)),
         "items": int(correct.numel()),
         "no_heads": floor,
-        "score_accuracy": sense_eval.sense_accuracy(s.model, s.score, s.probe),
+        "score_accuracy": probes.sense_accuracy(s.model, s.score, s.probe),
         "score_loss": pruning.mean_loss(s.heads, s.score),
-        "lexical": dict(sense_eval.lexical_baselines(s.probe_items, eval_items)),
+        "lexical": dict(probes.lexical_baselines(s.probe_items, eval_items)),
         "layers": nl,
         "heads": nh,
     }
@@ -241,16 +242,16 @@ def refit_correct(s: Setup, removed: Sequence[Sequence[int]], probe_batches: lis
     """`(N,)` bool over the evaluation items: a probe refitted (same items, same C) on the
     model with `removed` heads masked, read on that model."""
     with bert.head_mask(s.model, pruned_mask(s, removed)):
-        probe = sense_eval.fit_probe(s.model, probe_batches, C=PROBE_C)
-        return sense_eval.item_correct(s.model, s.evaluation, probe)
+        probe = probes.sense_probe(s.model, probe_batches, C=PROBE_C)
+        return probes.item_correct(s.model, s.evaluation, probe)
 
 
 def refit_part(s: Setup, curves: list[dict]) -> list[dict]:
     """Every curve read again by a refitted probe, beside its frozen value, with the paired
     standard error of the change from the full model: the importance and reverse orders at
     `REFIT_AT`, the random ones at `RANDOM_REFIT_AT`."""
-    probe_batches = sense_eval.make_batches(s.tokenizer, s.probe_items)
-    full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+    probe_batches = probes.make_batches(s.tokenizer, s.probe_items)
+    full = probes.item_correct(s.model, s.evaluation, s.probe)
     out = []
     for c in curves:
         accuracy, stderr = [], []
@@ -276,7 +277,7 @@ def frozen_items_part(s: Setup, curves: list[dict]) -> list[dict]:
         items = []
         for k in levels:
             with bert.head_mask(s.model, pruned_mask(s, c["order"][:k])):
-                items.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
+                items.append(bits(probes.item_correct(s.model, s.evaluation, s.probe)))
         out.append({"rule": c["rule"], "seed": c["seed"], "pruned": list(levels),
                     "correct": items})  # fmt: skip
     return out
@@ -291,7 +292,7 @@ def ablation_accuracy_part(s: Setup) -> dict[str, object]:
     for layer in range(nl):
         for head in range(nh):
             with bert.head_mask(s.model, pruned_mask(s, [(layer, head)])):
-                correct.append(bits(sense_eval.item_correct(s.model, s.evaluation, s.probe)))
+                correct.append(bits(probes.item_correct(s.model, s.evaluation, s.probe)))
     return {"correct": [correct[i * nh : (i + 1) * nh] for i in range(nl)]}
 
 
@@ -299,16 +300,16 @@ def embedding_part(s: Setup) -> dict[str, object]:
     """The attention-free baselines: a bag of the input embeddings of the sentence, and of its
     context words, trained on the probe's items, C chosen on the scoring items."""
     items = {
-        split: sense_eval.make_sense_set(split, n, seed)
+        split: senses.make_sense_set(split, n, seed)
         for split, n, seed in (("score", SCORE_ITEMS, SCORE_SEED), ("eval", EVAL_ITEMS, EVAL_SEED))
     }
-    out: dict[str, object] = {"grid": list(sense_eval.BAG_C_GRID)}
-    for words in sense_eval.BAG_WORDS:
-        bag = sense_eval.bag_baseline(
+    out: dict[str, object] = {"grid": list(probes.BAG_C_GRID)}
+    for words in probes.BAG_WORDS:
+        bag = probes.bag_baseline(
             s.model, s.tokenizer, s.probe_items, items["score"], items["eval"], words=words
         )
         correct = bag.pop("correct")
-        bag["interval"] = list(sense_eval.bootstrap_interval(correct))
+        bag["interval"] = list(probes.bootstrap_interval(correct))
         out[words] = bag
     return out
 
@@ -352,20 +353,20 @@ def live_checks(live: Live, committed: dict) -> list[Check]:
     else:
         refit_what = "probe refitted live: accuracy on the evaluation items"
         refit_committed = committed["base"]["accuracy"]
-    eval_items = sense_eval.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
-    score_items = sense_eval.make_sense_set("score", SCORE_ITEMS, SCORE_SEED)
+    eval_items = senses.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
+    score_items = senses.make_sense_set("score", SCORE_ITEMS, SCORE_SEED)
     bags = [
-        Check(f"bag of input embeddings ({words}): accuracy", sense_eval.bag_baseline(
+        Check(f"bag of input embeddings ({words}): accuracy", probes.bag_baseline(
             s.model, s.tokenizer, s.probe_items, score_items, eval_items, words=words,
             C=committed["embedding"][words]["C"])["accuracy"],
             committed["embedding"][words]["accuracy"], REFIT_TOLERANCE)
-        for words in sense_eval.BAG_WORDS
+        for words in probes.BAG_WORDS
     ] if "embedding" in committed else []
     return [
         Check(refit_what, refit_accuracy, refit_committed, REFIT_TOLERANCE),
         *bags,
         Check("full model: accuracy on the evaluation items",
-              sense_eval.sense_accuracy(s.model, s.evaluation, s.probe),
+              probes.sense_accuracy(s.model, s.evaluation, s.probe),
               committed["base"]["accuracy"], item),
         Check("full model: mean loss on the scoring items (nats)", base_loss,
               committed["base"]["score_loss"], TOLERANCE),
@@ -416,7 +417,7 @@ def _run(args: argparse.Namespace) -> None:
             "random_seeds": list(RANDOM_SEEDS),
             "refit_at": list(REFIT_AT),
             "random_refit_at": list(RANDOM_REFIT_AT),
-            "chance": sense_eval.CHANCE,
+            "chance": senses.CHANCE,
             "margin_points": MARGIN_POINTS,
         }
         save_results(args.out, result, provs)
@@ -471,14 +472,14 @@ def _run(args: argparse.Namespace) -> None:
     if "one_head" in parts:
         imp = torch.tensor(result["importance"]["scores"])
         keep = imp.nan_to_num(-1.0).argmax(-1).tolist()
-        full = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+        full = probes.item_correct(s.model, s.evaluation, s.probe)
         stderr, items = [], []
         for layer, head in enumerate(keep):
             mask = s.heads.ones()
             mask[layer] = 0.0
             mask[layer, head] = 1.0
             with bert.head_mask(s.model, mask):
-                one = sense_eval.item_correct(s.model, s.evaluation, s.probe)
+                one = probes.item_correct(s.model, s.evaluation, s.probe)
             stderr.append(paired_stderr(one, full))
             items.append(bits(one))
         result["one_head"] = {

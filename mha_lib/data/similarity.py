@@ -1,24 +1,21 @@
-"""Does some head attend from a word to a semantically similar word? Items known by construction.
+"""Things of one category, one of which is named again later: items for semantic similarity,
+known by construction.
 
 The source article says some heads track semantic similarity. We test the
 narrowest reading we can label without annotators: a sentence names two things
 from different categories ("the violin and the hammer") and later a third thing
 from one of them ("the cello"); the similar word is the one of the same category.
 Each frame is used twice with the two earlier things swapped, so position alone
-scores exactly 50 %. A lexical baseline picks the candidate whose input embedding
-is closer to the later word: how far static word similarity alone gets.
+scores exactly 50 %.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
-
 from mha_lib._checks import check_positive_int
-from mha_lib.analysis.coref_probe import lexical_choice
+from mha_lib.data.coreference import fill_frame
 
 CATEGORIES = {
     "animal": ("horse", "cow", "sheep", "rabbit", "lion", "tiger", "wolf", "fox", "goat", "bear"),
@@ -76,11 +73,10 @@ def generate(n_frames: int, seed: int = 0) -> list[SimilarityItem]:
         similar, target = rng.sample(CATEGORIES[same], 2)
         unrelated = rng.choice(CATEGORIES[other])
         for x, y, cx, cy in ((similar, unrelated, same, other), (unrelated, similar, other, same)):
-            words = FRAMES[f].format(X=x, Y=y, T=target).split()
-            i_x, i_y, i_t = words.index(x), words.index(y), words.index(target)
+            words, (i_x, i_y, i_t) = fill_frame(FRAMES[f], (x, y, target), X=x, Y=y, T=target)
             items.append(
                 SimilarityItem(
-                    words=tuple(words),
+                    words=words,
                     target=i_t,
                     candidates=(i_x, i_y),
                     similar=i_x if x == similar else i_y,
@@ -89,29 +85,3 @@ def generate(n_frames: int, seed: int = 0) -> list[SimilarityItem]:
                 )
             )
     return items
-
-
-def lexical_hits(
-    items: Sequence[SimilarityItem], embed: Callable[[str], torch.Tensor]
-) -> torch.Tensor:
-    """`(N,)` booleans: is the similar word the candidate whose `embed(word)` is closer to
-    the target's (cosine)? `embed` maps a word to a vector, e.g. its mean input embedding."""
-    if not items:
-        raise ValueError("items must not be empty")
-    return lexical_choice(
-        [it.words for it in items],
-        [it.target for it in items],
-        [it.candidates for it in items],
-        [it.similar for it in items],
-        embed,
-    )
-
-
-def rule_hits(items: Sequence[SimilarityItem]) -> dict[str, torch.Tensor]:
-    """`(N,)` booleans for the positional rules: first candidate, nearest candidate."""
-    if not items:
-        raise ValueError("items must not be empty")
-    return {
-        "first candidate": torch.tensor([it.candidates[0] == it.similar for it in items]),
-        "nearest candidate": torch.tensor([it.candidates[1] == it.similar for it in items]),
-    }

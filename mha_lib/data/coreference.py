@@ -1,4 +1,5 @@
-"""Does some head point a pronoun at its antecedent? Items whose answer is known by construction.
+"""Pronouns with two possible antecedents, of which agreement picks one: items known by
+construction.
 
 Clark et al. (2019) scored coreference as: for each pronoun, does the head's
 most-attended candidate mention head word belong to its antecedent? They needed
@@ -12,12 +13,10 @@ and "nearest noun" score exactly 50 % and only agreement decides.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import torch
-
-from mha_lib._checks import check_floating, check_positive_int
+from mha_lib._checks import check_positive_int
 
 # Singular nouns of fixed grammatical gender, and plurals ("they"), all one word.
 MASCULINE = (
@@ -80,6 +79,16 @@ class CorefItem:
         return " ".join(self.words)
 
 
+def fill_frame(
+    frame: str, find: Sequence[str], **fields: str
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The words of `frame` with its `fields` filled in, and the index of each word of `find`
+    (its first occurrence): how the item generators here and in `mha_lib.data.similarity`
+    place their words."""
+    words = tuple(frame.format(**fields).split())
+    return words, tuple(words.index(w) for w in find)
+
+
 def _pick(rng: random.Random) -> tuple[tuple[str, str], tuple[str, str]]:
     """Two people whose agreement classes differ: m/f, or a singular and a plural."""
     kinds = {"m": MASCULINE, "f": FEMININE, "pl": PLURAL}
@@ -99,11 +108,11 @@ def generate(n_frames: int, seed: int = 0) -> list[CorefItem]:
         fill = {"place": rng.choice(PLACES), "thing": rng.choice(THINGS)}
         for target in (ca, cb):
             pronoun = PRONOUNS[case][target]
-            words = template.format(A=a, B=b, P=pronoun, **fill).split()
-            i_a, i_b, i_p = words.index(a), words.index(b), words.index(pronoun)
+            fields = {"A": a, "B": b, "P": pronoun, **fill}
+            words, (i_a, i_b, i_p) = fill_frame(template, (a, b, pronoun), **fields)
             items.append(
                 CorefItem(
-                    words=tuple(words),
+                    words=words,
                     pronoun=i_p,
                     candidates=(i_a, i_b),
                     antecedent=i_a if target == ca else i_b,
@@ -114,85 +123,3 @@ def generate(n_frames: int, seed: int = 0) -> list[CorefItem]:
             )
     return items
 
-
-def choice_hits(
-    word_maps: Sequence[torch.Tensor],
-    queries: Sequence[int],
-    candidates: Sequence[Sequence[int]],
-    answers: Sequence[int],
-    *,
-    specials: int = 1,
-    any_word: bool = False,
-) -> torch.Tensor:
-    """`(N, L, H)` booleans: does the query word attend more to the answer than to the rest?
-
-    `word_maps[i]` is item i's word-level map `(L, H, W + 2·specials, W + 2·specials)`;
-    indices are word indices (`[CLS]` excluded). By default only the item's candidates
-    compete (ties count as misses); with `any_word` every other word does (Clark et al.'s
-    stricter "most-attended word"), the query word itself and the specials excluded.
-    """
-    n = len(word_maps)
-    if not (n == len(queries) == len(candidates) == len(answers)) or n == 0:
-        raise ValueError(
-            "word_maps, queries, candidates and answers must be non-empty, equal length"
-        )
-    rows = []
-    for i, m in enumerate(word_maps):
-        check_floating(m, f"word_maps[{i}]")
-        if m.dim() != 4 or m.shape[-1] != m.shape[-2] or m.shape[-1] <= 2 * specials:
-            raise ValueError(f"word_maps[{i}] must have shape (L, H, T, T), got {tuple(m.shape)}")
-        w = m.shape[-1] - 2 * specials
-        q, ans, cands = queries[i], answers[i], list(candidates[i])
-        if ans not in cands or not all(0 <= j < w for j in (q, *cands)):
-            raise ValueError(f"item {i}: answer must be a candidate; indices must be < {w} words")
-        row = m[..., specials + q, specials : specials + w]  # (L, H, W): from the query word
-        if any_word:
-            others = [j for j in range(w) if j not in (q, ans)]
-        else:
-            others = [j for j in cands if j != ans]
-        best_other = row[..., others].max(-1).values  # (L, H)
-        rows.append(row[..., ans] > best_other)
-    return torch.stack(rows)  # (N, L, H)
-
-
-def lexical_choice(
-    words: Sequence[Sequence[str]],
-    queries: Sequence[int],
-    candidates: Sequence[Sequence[int]],
-    answers: Sequence[int],
-    embed: Callable[[str], torch.Tensor],
-) -> torch.Tensor:
-    """`(N,)` booleans: is the answer the candidate whose `embed(word)` is most cosine-similar
-    to the query word's? A baseline that sees words, not context (e.g. input embeddings)."""
-    n = len(words)
-    if not (n == len(queries) == len(candidates) == len(answers)) or n == 0:
-        raise ValueError("words, queries, candidates and answers must be non-empty, equal length")
-    hits = []
-    for w, q, cands, ans in zip(words, queries, candidates, answers, strict=True):
-        if ans not in cands:
-            raise ValueError("every answer must be one of its candidates")
-        t = embed(w[q])
-        cos = {
-            c: float(torch.nn.functional.cosine_similarity(t, embed(w[c]), dim=0)) for c in cands
-        }
-        hits.append(all(cos[ans] > cos[c] for c in cands if c != ans))
-    return torch.tensor(hits)
-
-
-def rule_hits(items: Sequence[CorefItem]) -> dict[str, torch.Tensor]:
-    """`(N,)` booleans for the rule baselines: first noun, nearest noun, nearest agreeing noun."""
-    if not items:
-        raise ValueError("items must not be empty")
-    first = [it.candidates[0] == it.antecedent for it in items]
-    nearest = [it.candidates[1] == it.antecedent for it in items]
-    agreeing = []
-    for it in items:
-        matches = [
-            c for c, k in zip(it.candidates, it.classes, strict=True) if k == it.pronoun_class
-        ]
-        agreeing.append(bool(matches) and max(matches) == it.antecedent)
-    return {
-        "first noun (the subject)": torch.tensor(first),
-        "nearest preceding noun": torch.tensor(nearest),
-        "nearest noun that agrees": torch.tensor(agreeing),
-    }
