@@ -22,6 +22,9 @@ fails after zeroing but not after mean ablation was reading a shift, not lost in
 And one test at the model's output: all-MiniLM-L6-v2 has no masked-word head, only a sentence
 embedding, so the question is whether the embedding still tells "the dog chased the cat" from
 "the cat chased the dog" (`swap_distances`), beside a change of who, not of roles.
+
+The same intervention at the sinks (chapter 9, `sink_ablation`): take away what heads fetch
+from `[CLS]` and `[SEP]`, and measure how much the layer's output moves.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from torch import nn
 from mha_lib._checks import check_floating, check_positive_int, check_tensor
 from mha_lib.analysis.probes import hits_by_layer
 from mha_lib.bert.lab import mean_pool
-from mha_lib.bert.loading import encoder_layers
+from mha_lib.bert.loading import encoder_layers, require_eager
+from mha_lib.bert.norms import transformed_values
 from mha_lib.bert.surgery import head_mask
 from mha_lib.data.roles import swap_texts
 
@@ -382,9 +386,6 @@ def sink_ablation(
     layer (its attention output changed, the rest of the layer run again), Frobenius norms
     over the sentence's positions. Every query position is read, the special ones too.
     """
-    from mha_lib.bert.loading import encoder_layers, require_eager
-    from mha_lib.bert.norms import transformed_values
-
     if not sentences:
         raise ValueError("sink_ablation needs at least one sentence")
     check_positive_int("draws", draws)

@@ -26,7 +26,7 @@ from mha_lib.analysis import (
 )
 from mha_lib.data import coreference as coref_data
 from mha_lib.data import syntax as syntax_data
-from mha_lib.data.sentences import LONG_SENTENCES
+from mha_lib.data.sentences import LONG_SENTENCES, NATURAL_SENTENCES
 from mha_lib.experiments.studies.ch9_sinks import SINK_WEIGHT
 from mha_lib.replicate.models import Loaded
 from mha_lib.replicate.verdicts import (
@@ -447,10 +447,7 @@ def distance(ctx: Context) -> Finding:
 def sinks(ctx: Context) -> Finding:
     """Rows 18a and 18: do heads park on [CLS]/[SEP], and does their weight there overstate
     what they move (weight × value norm, Kobayashi et al.)?"""
-    from mha_lib.analysis.head_stats import special_mass
-    from mha_lib.data.sentences import NATURAL_SENTENCES
-
-    mass = special_mass(ctx.model, ctx.tokenizer, list(NATURAL_SENTENCES))
+    mass = head_stats.special_mass(ctx.model, ctx.tokenizer, list(NATURAL_SENTENCES))
     special = mass["cls"] + mass["sep"]  # (L, H)
     moved = mass["cls_moved"] + mass["sep_moved"]
     uniform = 2 * float(mass["uniform"])
