@@ -303,7 +303,6 @@ def coreference(ctx: Context) -> Finding:
 # --------------------------------------------------------------------------------------------
 def _corpus_maps(ctx: Context) -> tuple[list[list[str]], list[torch.Tensor]]:
     """Chapter 5 part 1's corpus: 200 templates (as word lists) and the natural sentences."""
-    from mha_lib.data.sentences import NATURAL_SENTENCES
 
     def make() -> tuple[list[list[str]], list[torch.Tensor]]:
         templates = syntax_data.generate(200, seed=0)
