@@ -25,7 +25,13 @@ nothing is downloaded.
 from mha_lib.bert._version import check_transformers
 from mha_lib.bert.lab import LabModel, LabStages, lab_outputs, mean_pool
 from mha_lib.bert.loading import default_model_path, load, random_like
-from mha_lib.bert.maps import attention_maps, batch_attention_maps, to_word_level, word_groups
+from mha_lib.bert.maps import (
+    attention_maps,
+    batch_attention_maps,
+    to_word_level,
+    word_groups,
+    word_level_maps,
+)
 from mha_lib.bert.norms import norm_weighted, transformed_values
 from mha_lib.bert.positions import without_position_embeddings
 from mha_lib.bert.surgery import head_mask, heads_per_layer, kept_heads, mha_from_layer, prune_heads
@@ -55,4 +61,5 @@ __all__ = [
     "transformed_values",
     "without_position_embeddings",
     "word_groups",
+    "word_level_maps",
 ]

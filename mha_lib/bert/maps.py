@@ -109,6 +109,20 @@ def batch_attention_maps(
     return results  # type: ignore[return-value]
 
 
+
+def word_level_maps(
+    model: nn.Module,
+    tokenizer: object,
+    word_lists: Sequence[Sequence[str]],
+    *,
+    moved: bool = False,
+) -> list[torch.Tensor]:
+    """Each sentence's maps `(L, H, W + 2, W + 2)` with word pieces merged into words, as
+    dependency arcs and coreference join words ([CLS] and [SEP] are words of their own);
+    with `moved=True`, what the heads move (norm-weighted maps, `mha_lib.bert.norms`)."""
+    pairs = batch_attention_maps(model, tokenizer, word_lists, words=True, norm_weighted=moved)
+    return [maps for _, maps in pairs]
+
 def to_word_level(maps: torch.Tensor, groups: Sequence[int]) -> torch.Tensor:
     """`(..., T, T) → (..., W, W)`: merge word pieces into words (Clark et al. 2019).
 

@@ -132,6 +132,22 @@ def test_word_groups_reuse_token_maps(model, tok):
     torch.testing.assert_close(bert.to_word_level(token_maps, groups), word_maps)
 
 
+
+def test_word_level_maps_of_many_sentences_are_each_sentences_own(model, tok):
+    """bert.word_level_maps (what chapters 5.3 and 5.4 read) against the token maps of each
+    sentence alone, merged by to_word_level; moved=True against the norm-weighted ones."""
+    sentences = [["The", "unbelievably", "lazy", "cat", "."], ["Dogs", "bark", "."]]
+    for moved in (False, True):
+        got = bert.word_level_maps(model, tok, sentences, moved=moved)
+        assert len(got) == len(sentences)
+        for words, maps in zip(sentences, got, strict=True):
+            _, token_maps = bert.attention_maps(model, tok, words, norm_weighted=moved)
+            groups, _ = bert.word_groups(tok, words)
+            expected = bert.to_word_level(token_maps, groups)
+            torch.testing.assert_close(maps, expected, rtol=1e-5, atol=1e-6)
+    plain = bert.word_level_maps(model, tok, sentences[:1])[0]
+    assert float((got[0] - plain).abs().max()) > 1e-3  # moved=True reaches the maps
+
 def test_sdpa_model_is_refused(model, tok, monkeypatch):
     monkeypatch.setattr(model.config, "_attn_implementation", "sdpa")
     with pytest.raises(ValueError, match="eager"):
