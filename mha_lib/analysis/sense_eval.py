@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha_lib._checks import check_positive_int
-from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis.statistics import bootstrap_ci
 
 CHANCE = 0.5
 SPLITS = ("probe", "score", "eval")

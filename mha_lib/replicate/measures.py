@@ -23,8 +23,8 @@ from mha_lib.analysis import (
     coref_probe,
     differences,
     head_stats,
-    heldout,
     silver_syntax,
+    statistics,
     syntax_probe,
 )
 from mha_lib.experiments.studies.ch9_sinks import SINK_WEIGHT
@@ -153,7 +153,7 @@ def silver_scores(ctx: Context) -> dict[str, syntax_probe.RelationScore]:
     silver = ctx.silver()
     maps = ctx.word_maps("silver_word_maps", [list(s.words) for s in silver])
     arcs = syntax_probe.arc_hits(maps, silver) + (syntax_probe.offset_hits(silver, OFFSETS),)
-    pick, report = heldout.split_halves(len(silver), seed=0)
+    pick, report = statistics.split_halves(len(silver), seed=0)
     return {
         rel: syntax_probe.heldout_scores(*arcs, rel, pick, report)
         for rel in SILVER_RELATIONS + ("all",)
@@ -220,9 +220,9 @@ def syntax(ctx: Context) -> Finding:
         f"offset's; {len(survive)} relations beat the offset after Holm.",
     )
     rows = [
-        [r, scores[r].n_arcs, scores[r].head.name, heldout.percent(scores[r].head.reported,
+        [r, scores[r].n_arcs, scores[r].head.name, statistics.percent(scores[r].head.reported,
          scores[r].head.ci), f"{scores[r].offset:+d}", 100 * scores[r].offset_score,
-         heldout.percent(scores[r].gain, scores[r].gain_ci, signed=True),
+         statistics.percent(scores[r].gain, scores[r].gain_ci, signed=True),
          f"{p[r]:.3f}" if r in p else "—"]
         for r in SILVER_RELATIONS + ("all",)
     ]  # fmt: skip
@@ -237,7 +237,7 @@ def syntax(ctx: Context) -> Finding:
 # Coreference: the best head against the input embeddings' choice (chapter 5.4)
 # --------------------------------------------------------------------------------------------
 def coref_gain(
-    hits: torch.Tensor, chosen: heldout.HeldOut, report: list[int], groups: list[int],
+    hits: torch.Tensor, chosen: statistics.HeldOut, report: list[int], groups: list[int],
     rule: torch.Tensor, margin: float = COREF_MARGIN,
 ) -> differences.Difference:  # fmt: skip
     """The chosen head's hits minus a rule's on the reporting half, paired by frame (as
@@ -260,8 +260,8 @@ def coreference(ctx: Context) -> Finding:
     )  # fmt: skip
     hits = coref_probe.choice_hits(maps, *args)  # (N, L, H)
     frames = [it.frame for it in items]
-    pick, report = heldout.split_halves(max(frames) + 1, seed=1)
-    best = heldout.best_head(hits, pick, report, frames)
+    pick, report = statistics.split_halves(max(frames) + 1, seed=1)
+    best = statistics.best_head(hits, pick, report, frames)
     emb = ctx.model.get_input_embeddings().weight.detach().cpu()  # (V, D)
 
     def embed(word: str) -> torch.Tensor:
@@ -275,8 +275,8 @@ def coreference(ctx: Context) -> Finding:
     # coin-flip head must not pass for beating them.
     rules = {"input embeddings": lexical}
     rules |= {k: v for k, v in coref_probe.rule_hits(items).items() if "agrees" not in k}
-    bar, bar_score, _ = heldout.best_rule(rules, pick, report, frames)
-    _, lex_score, _ = heldout.best_rule({"lexical": lexical}, pick, report, frames)
+    bar, bar_score, _ = statistics.best_rule(rules, pick, report, frames)
+    _, lex_score, _ = statistics.best_rule({"lexical": lexical}, pick, report, frames)
     vs = coref_gain(hits, best, report, frames, rules[bar])
     shown = vs.outcome == differences.DIFFERENT and vs.difference > 0
     row = Row(
@@ -686,7 +686,7 @@ def layer_probes(ctx: Context) -> Finding:
     dep = [list(s.relations) for s in silver]
     ctx.note("probes: hidden states")
     states = _silver_states(ctx)  # (L + 1, W, D) each
-    fit_half, test_half = heldout.split_halves(len(silver), seed=0)
+    fit_half, test_half = statistics.split_halves(len(silver), seed=0)
     groups = lp.sentence_ids(pos, test_half)
     hits, majority = {}, {}
     for task, labels in (("pos", pos), ("dep", dep)):
@@ -787,7 +787,7 @@ def knockout_read(ctx: Context) -> Finding:
     relations = [list(s.relations) for s in silver]
     maps = ctx.word_maps("silver_word_maps", words)
     arcs = syntax_probe.arc_hits(maps, silver)
-    pick, report = heldout.split_halves(len(silver), seed=study.SPLIT_SEED)
+    pick, report = statistics.split_halves(len(silver), seed=study.SPLIT_SEED)
     head = knockout.ranked_heads(*arcs, "dobj", pick)[0]
     layer = head[0] + 1  # the first states after the head (0 = the embeddings)
     train_w, test_w = knockout.role_words(relations, pick), knockout.role_words(relations, report)

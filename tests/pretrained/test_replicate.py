@@ -166,7 +166,7 @@ def minilm_report(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
     from mha_lib import bert
-    from mha_lib.analysis import heldout, silver_syntax, syntax_probe
+    from mha_lib.analysis import silver_syntax, statistics, syntax_probe
 
     loaded, result = minilm_report
     # Chapter 5 part 3's cells, as the notebook runs them.
@@ -175,7 +175,7 @@ def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
         loaded.model, loaded.tokenizer, [list(s.words) for s in silver], words=True)]
     arcs = syntax_probe.arc_hits(maps, silver)
     arcs += (syntax_probe.offset_hits(silver, [o for o in range(-8, 9) if o]),)
-    pick, rep = heldout.split_halves(len(silver), seed=0)
+    pick, rep = statistics.split_halves(len(silver), seed=0)
     dobj = syntax_probe.heldout_scores(*arcs, "dobj", pick, rep)
     row = next(r for r in result.rows if r.number == "4" and "syntax" in r.claim)
     assert row.numbers["dobj_acc"] == 100 * dobj.head.reported

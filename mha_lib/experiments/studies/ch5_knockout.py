@@ -41,13 +41,13 @@ from torch import nn
 from mha_lib import bert
 from mha_lib.analysis import (
     differences,
-    heldout,
     knockout,
     layer_probes,
     silver_syntax,
+    statistics,
     syntax_probe,
 )
-from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis.statistics import bootstrap_ci
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
@@ -146,7 +146,7 @@ def setup(
     relations = [list(s.relations) for s in silver]
     maps = [m for _, m in bert.batch_attention_maps(model, tokenizer, words, words=True)]
     arcs = syntax_probe.arc_hits(maps, silver)
-    pick, report = heldout.split_halves(len(silver), seed=SPLIT_SEED)
+    pick, report = statistics.split_halves(len(silver), seed=SPLIT_SEED)
     train_words = knockout.role_words(relations, pick)
     test_words = knockout.role_words(relations, report)
     states = layer_probes.word_states(model, tokenizer, words)

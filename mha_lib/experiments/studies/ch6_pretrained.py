@@ -42,8 +42,8 @@ from torch import nn
 
 from mha_lib import bert, pruning
 from mha_lib.analysis import sense_eval
-from mha_lib.analysis.bootstrap import paired_stderr
 from mha_lib.analysis.differences import Difference, compare, from_stderr, holm
+from mha_lib.analysis.statistics import paired_stderr
 from mha_lib.experiments.reproduce import (
     Check,
     kept_parts,
