@@ -7,12 +7,13 @@ weights: decoding cost does not depend on what was learned) per number of key/va
 all with the same 8 query heads, d_model 256, 4 layers, batch 4, float32, one thread.
 For each context length the cache is filled with a prompt of that length (not timed), then
 `--new` tokens are generated one at a time and timed; the variants run interleaved,
-repeat after repeat, so that the machine's load falls on all of them alike, and the table
-shows each one's median time per token and its ratio to multi-head attention measured in
-the same run. Peak memory: each variant decodes to the longest context in a process of its
-own, and the growth of that process's peak resident memory (VmHWM, reset before the
-cache is made) over its resident memory then is reported beside the cache's bytes as
-counted (`cache_bytes`) and as allocated (`KVCache.nbytes`).
+repeat after repeat (after one warm-up each: the library's timing harness,
+`mha_lib.analysis.cost.interleaved_samples`), so that the machine's load falls on all of
+them alike, and the table shows each one's median time per token and its ratio to
+multi-head attention measured in the same run. Peak memory: each variant decodes to the
+longest context in a process of its own, and the growth of that process's peak resident
+memory (VmHWM, reset before the cache is made) over its resident memory then is reported
+beside the cache's bytes as counted (`cache_bytes`) and as allocated (`KVCache.nbytes`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from mha_lib.analysis.cost import interleaved_samples  # noqa: E402
 from mha_lib.core.kv_cache import cache_bytes  # noqa: E402
 from mha_lib.experiments.decoding import forward_cached, new_cache  # noqa: E402
 from mha_lib.experiments.reproduce import provenance  # noqa: E402
@@ -47,20 +50,25 @@ def build(kv: int, max_len: int) -> ToyTransformer:
     return model.eval()
 
 
-def per_token_seconds(model: ToyTransformer, context: int, new: int) -> float:
-    """Median seconds of one generated token after a prompt of `context` tokens."""
+def decoder(model: ToyTransformer, context: int, new: int) -> Callable[[], object]:
+    """A call that generates `new` tokens after a prompt of `context` tokens, greedily.
+
+    The prompt is cached once, here (not timed); each call rewinds the cache to it and
+    generates the same `new` tokens again.
+    """
     g = torch.Generator().manual_seed(context)
     prompt = torch.randint(0, VOCAB, (BATCH, context), generator=g)
     cache = new_cache(model, BATCH, context + new)
     for start in range(0, context, PREFILL_CHUNK):  # chunks keep the prompt's masks small
-        logits = forward_cached(model, prompt[:, start : start + PREFILL_CHUNK], cache)
-    times = []
-    for _ in range(new):
-        nxt = logits[:, -1:].argmax(-1)
-        start = time.perf_counter()
-        logits = forward_cached(model, nxt, cache)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        first = forward_cached(model, prompt[:, start : start + PREFILL_CHUNK], cache)
+
+    def generate() -> None:
+        cache.length = context
+        logits = first
+        for _ in range(new):
+            logits = forward_cached(model, logits[:, -1:].argmax(-1), cache)
+
+    return generate
 
 
 def memory_child(kv: int, context: int, new: int) -> dict[str, float]:
@@ -104,12 +112,10 @@ def main() -> None:
     repeats = 2 if args.quick else args.repeats
     longest = max(contexts)
     models = {kv: build(kv, longest + args.new) for kv in KV_HEADS}
-    samples: dict[str, list[float]] = {f"{kv}/{n}": [] for kv in KV_HEADS for n in contexts}
     start = time.time()
-    for _ in range(repeats):
-        for n in contexts:
-            for kv in KV_HEADS:  # interleaved: each repeat visits every variant
-                samples[f"{kv}/{n}"].append(per_token_seconds(models[kv], n, args.new))
+    calls = {f"{kv}/{n}": decoder(models[kv], n, args.new) for n in contexts for kv in KV_HEADS}
+    per_call = interleaved_samples(calls, repeats)["wall"]  # each repeat visits every variant
+    samples = {name: [t / args.new for t in s] for name, s in per_call.items()}  # per token
     rows = []
     for n in contexts:
         mha = statistics.median(samples[f"{HEADS}/{n}"])

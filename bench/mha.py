@@ -12,7 +12,8 @@ then times forward (under `torch.no_grad`) and forward + backward (the input
 requires a gradient, as inside a deeper model). Each number is the median over
 `--repeats` samples; implementations are interleaved round-robin within each
 repeat, in a rotating order, so a slow spell of the machine hits all of them.
-A sample runs an implementation enough times to last `--min-sample` seconds.
+A sample runs an implementation enough times to last `--min-sample` seconds (the
+library's timing harness, `mha_lib.analysis.cost.interleaved_samples`).
 
 Ratios are given against `nn.MultiheadAttention(need_weights=False)` and
 against the *matmul floor*: the same shapes' matrix products alone (four
@@ -23,10 +24,8 @@ forward + backward) on ready-made tensors, with no softmax, bias, mask or copy.
 from __future__ import annotations
 
 import argparse
-import gc
 import inspect
 import json
-import math
 import os
 import platform
 import statistics
@@ -39,13 +38,13 @@ import torch
 from torch import nn
 
 from mha_lib import MultiHeadAttention
+from mha_lib.analysis.cost import CLOCKS, interleaved_samples
 from mha_lib.core.reference import loop_over_heads, projections_sdpa
 
 REFERENCE = "nn.MHA need_weights=False"
 FLOOR = "matmul floor"
 FUSED = "mha_lib fused"
 TARGET = 1.05  # mha_lib fused / nn.MultiheadAttention(need_weights=False)
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
 @dataclass(frozen=True)
@@ -186,33 +185,7 @@ def timed_calls(fns: dict[str, Fn], x: torch.Tensor, backward: bool) -> dict[str
     return calls
 
 
-def measure(
-    calls: dict[str, Callable[[], None]],
-    repeats: int,
-    min_sample: float,
-    clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, list[float]]:
-    """Seconds per call: `repeats` samples each, interleaved round-robin, rotating order."""
-    inner = {}
-    for name, call in calls.items():  # one warm-up call, which also calibrates
-        start = clock()
-        call()
-        once = clock() - start
-        inner[name] = max(1, math.ceil(min_sample / max(once, 1e-9)))
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
-    for r in range(repeats):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            gc.collect()
-            start = clock()
-            for _ in range(inner[name]):
-                calls[name]()
-            samples[name].append((clock() - start) / inner[name])
-    return samples
-
-
-def run_shape(shape: Shape, repeats: int, min_sample: float, clock: Callable[[], float]) -> dict:
+def run_shape(shape: Shape, repeats: int, min_sample: float, clock: str) -> dict:
     torch.manual_seed(1)
     x = torch.randn(shape.batch, shape.length, shape.d_model)  # (B, T, D)
     fns = implementations(shape)
@@ -226,7 +199,7 @@ def run_shape(shape: Shape, repeats: int, min_sample: float, clock: Callable[[],
     for mode, backward in (("forward", False), ("forward+backward", True)):
         calls = timed_calls(fns, x, backward)
         calls[FLOOR] = matmul_floor(shape, backward)
-        samples = measure(calls, repeats, min_sample, clock)
+        samples = interleaved_samples(calls, repeats, min_sample=min_sample)[clock]
         result[mode] = {
             name: {
                 "median_s": statistics.median(s),
@@ -331,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for shape in shapes:
         start = time.perf_counter()
-        result = run_shape(shape, args.repeats or shape.repeats, min_sample, CLOCKS[args.clock])
+        result = run_shape(shape, args.repeats or shape.repeats, min_sample, args.clock)
         result["wall_s"] = time.perf_counter() - start
         results.append(result)
         print(markdown_table(result), "\n", flush=True)

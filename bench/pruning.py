@@ -21,7 +21,8 @@ need for maps) and under `sdpa` (transformers' default,
 (batch, length) all eight run the same random token ids (no padding); each
 repeat times all eight round-robin, in an order rotated by one model per repeat,
 so a slow spell of a shared machine hits them all. Each sample repeats a call
-until `--min-sample` seconds pass (one warm-up call first). A speed-up is the
+until `--min-sample` seconds pass (one warm-up call first; the library's timing harness,
+`mha_lib.analysis.cost.interleaved_samples`). A speed-up is the
 full model's median over the pruned model's, *within one implementation*; its
 range is the smallest and largest per-repeat ratio of the two (samples of the
 same repeat, taken moments apart). `spread` is (max − min) / median of one
@@ -75,8 +76,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -103,37 +103,6 @@ def build_models(path: str | None) -> dict[tuple[str, float], torch.nn.Module]:
                 bert.prune_heads(model, plan)
             models[impl, fraction] = model
     return models
-
-
-def interleaved_samples(
-    fns: Mapping[str, Callable[[], object]], *, repeats: int, min_sample: float, warmup: int = 1
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall and CPU seconds per call of each function, `repeats` samples each, in repeat order.
-
-    The method of `mha_lib.analysis.cost.measure_latency` (warm-up, calls per
-    sample sized to `min_sample` of wall time, round-robin in an order rotated
-    every repeat), keeping every sample instead of only the median, and reading
-    both clocks around each sample.
-    """
-    names = list(fns)
-    calls: dict[str, int] = {}
-    with torch.inference_mode():
-        for name in names:
-            for _ in range(warmup):
-                fns[name]()
-            start = time.perf_counter()
-            fns[name]()
-            calls[name] = max(1, int(min_sample / max(time.perf_counter() - start, 1e-6)))
-        wall: dict[str, list[float]] = {n: [] for n in names}
-        cpu: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(repeats):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                start, start_cpu = time.perf_counter(), time.process_time()
-                for _ in range(calls[name]):
-                    fns[name]()
-                cpu[name].append((time.process_time() - start_cpu) / calls[name])
-                wall[name].append((time.perf_counter() - start) / calls[name])
-    return wall, cpu
 
 
 def spread(samples: list[float]) -> float:
@@ -179,9 +148,11 @@ def run(
         }
         # one name list alternating implementations, so the rotation mixes them
         order = [f"{impl} {f}" for f in FRACTIONS for impl in IMPLEMENTATIONS]
-        wall, cpu = interleaved_samples(
-            {n: fns[n] for n in order}, repeats=repeats, min_sample=min_sample
-        )
+        with torch.inference_mode():
+            samples = cost.interleaved_samples(
+                {n: fns[n] for n in order}, repeats, min_sample=min_sample
+            )
+        wall, cpu = samples["wall"], samples["cpu"]
         flops = {str(f): cost.forward_flops(fns[f"eager {f}"]) for f in FRACTIONS}
         rows = {}
         for impl in IMPLEMENTATIONS:

@@ -7,12 +7,18 @@ masking and softmax do on it, which `elementwise_work` counts (FLOP counters
 count matrix products only). At a fixed `d_head` the width is `h · d_head` and
 the same formulas grow with `h`. Tests check each formula
 against a measurement (`numel` and `torch.utils.flop_counter.FlopCounterMode`). The
-measured counterparts for any model — `parameter_count`, `forward_flops` and
-`measure_latency` — say what pruning heads saves (chapter 6, `bench/pruning.py`).
+measured counterparts for any model — `parameter_count`, `forward_flops` and the timing
+harness `interleaved_samples` — say what pruning heads saves (chapter 6, `bench/pruning.py`).
+
+Time is compared, never quoted alone: the ratio of two implementations' medians
+(`compare`), each median with its spread, which bounds the ratio's noise. Every timing of the
+library and of bench/ comes from `interleaved_samples`; `interleaved_times` is the chapters'
+reading of it (CPU time on one thread, in ms).
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -197,36 +203,83 @@ def forward_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
-def measure_latency(
-    fns: Mapping[str, Callable[[], object]],
-    *,
-    repeats: int = 7,
-    min_sample: float = 0.05,
-    warmup: int = 1,
-) -> dict[str, float]:
-    """Median seconds per call of each function, interleaved round-robin in a rotating order.
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+Timing = tuple[float, float]  # (median ms, (max - min) / median)
 
-    Each sample repeats a call until `min_sample` seconds pass; all functions
-    are timed in every round, so a slow spell of a shared machine hits them all.
+
+def interleaved_samples(
+    calls: Mapping[str, Callable[[], object]],
+    repeats: int,
+    *,
+    min_sample: float = 0.0,
+    warmup: int = 1,
+) -> dict[str, dict[str, list[float]]]:
+    """Seconds per call of each function, `repeats` samples each on both clocks, in turns.
+
+    The library's one timing method. `warmup` untimed calls each, the last of which sizes
+    the samples: a sample runs a function as many times as last `min_sample` seconds of
+    wall time (at least once). Then `repeats` rounds in which every function gives one
+    sample, in an order rotated by one each round, so a slow spell of a shared machine hits
+    them all alike; each sample starts after a garbage collection and reads the wall clock
+    (`time.perf_counter`) and the CPU time of this process (`time.process_time`). Autograd
+    and the thread count are the caller's. Returns `{clock: {name: samples}}` for the
+    clocks of `CLOCKS`, samples in round order.
     """
     check_positive_int("repeats", repeats)
-    names = list(fns)
-    if not names:
-        raise ValueError("fns must hold at least one function")
-    calls: dict[str, int] = {}
-    with torch.inference_mode():
-        for name in names:  # warm up, and find how many calls fill a sample
-            for _ in range(warmup):
-                fns[name]()
+    check_positive_int("warmup", warmup)
+    if not calls:
+        raise ValueError("calls must name at least one function to time")
+    names = list(calls)
+    inner: dict[str, int] = {}
+    for name in names:
+        for _ in range(warmup):
             start = time.perf_counter()
-            fns[name]()
-            once = max(time.perf_counter() - start, 1e-6)
-            calls[name] = max(1, int(min_sample / once))
-        samples: dict[str, list[float]] = {n: [] for n in names}
-        for r in range(repeats):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                start = time.perf_counter()
-                for _ in range(calls[name]):
-                    fns[name]()
-                samples[name].append((time.perf_counter() - start) / calls[name])
-    return {name: statistics.median(s) for name, s in samples.items()}
+            calls[name]()
+            once = time.perf_counter() - start
+        inner[name] = max(1, math.ceil(min_sample / max(once, 1e-9)))
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            gc.collect()
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(inner[name]):
+                calls[name]()
+            cpu[name].append((time.process_time() - start_cpu) / inner[name])
+            wall[name].append((time.perf_counter() - start) / inner[name])
+    return {"wall": wall, "cpu": cpu}
+
+
+def interleaved_times(
+    calls: Mapping[str, Callable[[], object]], repeats: int
+) -> dict[str, Timing]:
+    """Median ms and spread (max − min) / median of each call's CPU time, on one thread.
+
+    `interleaved_samples` with one warm-up call each and one call per sample, without
+    autograd and on one thread (CPU time, which other programs disturb far less than a
+    stopwatch); the thread count is restored.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            samples = interleaved_samples(calls, repeats)["cpu"]
+    finally:
+        torch.set_num_threads(threads)
+    timings = {}
+    for name, s in samples.items():
+        ms = [1e3 * t for t in s]
+        median = statistics.median(ms)
+        timings[name] = (median, (max(ms) - min(ms)) / median if median > 0 else 0.0)
+    return timings
+
+
+def compare(new: Timing, old: Timing) -> Timing:
+    """Ratio of two timings (new / old) and the ratio's noise.
+
+    Each median lies inside its samples' range, so the ratio is off by at most about half
+    of each spread: their mean, at most the larger, which is what is returned.
+    """
+    if not (new[0] > 0 and old[0] > 0):
+        raise ValueError(f"timings must have positive medians, got {new[0]!r} and {old[0]!r}")
+    return new[0] / old[0], max(new[1], old[1])

@@ -39,7 +39,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from mha_lib._checks import check_positive_int
-from mha_lib.analysis.bootstrap import bootstrap_ci
 from mha_lib.data.senses import DOMAIN_NAMES, SenseItem
 
 ALPHA = 10.0  # the ridge probes' penalty (on standardised features)
@@ -386,11 +385,6 @@ def item_correct(model: nn.Module, batches: Sequence[SenseBatch], probe: nn.Line
 def sense_accuracy(model: nn.Module, batches: Sequence[SenseBatch], probe: nn.Linear) -> float:
     """Fraction of items whose right sense the probe picks."""
     return float(item_correct(model, batches, probe).float().mean())
-
-
-# The accuracy's interval is the library's one bootstrap (items resampled, NumPy's generator);
-# the old name stays for its callers.
-bootstrap_interval = bootstrap_ci
 
 
 def lexical_baselines(

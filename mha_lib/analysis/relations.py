@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from mha_lib._checks import check_floating
-from mha_lib.analysis import heldout
+from mha_lib.analysis import statistics
 from mha_lib.analysis.heldout import HeldOut
 from mha_lib.data.coreference import CorefItem
 from mha_lib.data.similarity import SimilarityItem
@@ -66,7 +66,7 @@ def arc_hits(
     """Per arc, whether each head's most-attended other word is the arc's head word.
 
     Returns `(hits (A, L, H) bool, relation of each arc, sentence index of each arc)`,
-    so that arcs can be split and resampled by sentence (see `mha_lib.analysis.heldout`);
+    so that arcs can be split and resampled by sentence (see `mha_lib.analysis.statistics`);
     `head_accuracy` is the mean of these hits per relation.
     """
     if len(word_maps) != len(sentences) or not sentences:
@@ -134,7 +134,7 @@ def heldout_scores(
 ) -> RelationScore:
     """Score `relation` (or `"all"`) from `arc_hits` and `offset_hits` outputs.
 
-    `select` and `report` are sentence indices (from `heldout.split_halves`); the
+    `select` and `report` are sentence indices (from `statistics.split_halves`); the
     arcs of a sentence stay together, and intervals resample whole sentences.
     """
     rows = [i for i, r in enumerate(relations) if relation in (r, "all")]
@@ -142,13 +142,13 @@ def heldout_scores(
         raise ValueError(f"no arc has relation {relation!r}")
     groups = [owners[i] for i in rows]
     sub = hits[rows]  # (A_rel, L, H)
-    head = heldout.best_head(sub, select, report, groups, layer=layer, seed=seed)
+    head = statistics.best_head(sub, select, report, groups, layer=layer, seed=seed)
     rules = {o: v[rows] for o, v in offsets.items()}
-    name, score, ci = heldout.best_rule(
+    name, score, ci = statistics.best_rule(
         {str(o): v for o, v in rules.items()}, select, report, groups, seed=seed
     )
-    gain, gain_ci = heldout.paired_gain(sub, rules[int(name)], head, report, groups, seed=seed)
-    gain_p = heldout.paired_gain_p(sub, rules[int(name)], head, report, groups, seed=seed)
+    gain, gain_ci = statistics.paired_gain(sub, rules[int(name)], head, report, groups, seed=seed)
+    gain_p = statistics.paired_gain_p(sub, rules[int(name)], head, report, groups, seed=seed)
     keep = set(int(r) for r in report)
     return RelationScore(
         relation=relation,

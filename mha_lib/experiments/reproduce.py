@@ -5,7 +5,7 @@ as `python -m mha_lib.experiments.studies.<name>` and committed as a small JSON 
 `scripts/results`
 (`results_dir`). What every study's command line repeats lives here once: its options
 (`parse_args`), its runs spread over processes (`run_jobs`, `run_all`,
-`run_parts`),
+`run_parts`, and `rerun_parts` for a study of parts),
 rounding for the file (`rounded`), the parts a partial rerun keeps (`start_parts`),
 and a sample re-run on torch's plain-C kernels (`on_plain_kernels`,
 `plain_kernel_sample`).
@@ -259,6 +259,22 @@ def run_parts(
     items = [item for group in jobs.values() for item in group]
     done = iter(run_all(job, items, processes, longest_first=longest_first))
     return {part: [next(done) for _ in group] for part, group in jobs.items()}
+
+
+def rerun_parts(
+    job: Callable[[_Item], _Result],
+    jobs: Mapping[str, list[_Item]],
+    args: argparse.Namespace,
+    *,
+    longest_first: Callable[[_Item], float] | None = None,
+) -> tuple[dict[str, list], dict[str, dict[str, object]], dict[str, list[_Item]]]:
+    """A study's parts run as its command line asks (`args` of `parse_args`: `--out`,
+    `--only`, `--processes`): the parts not rerun kept from `args.out` (`start_parts`), the
+    others through `job` in one pool (`run_parts`), each part the list of its items' results
+    in their order. Returns `(results, provenance per part, the jobs run now)`."""
+    results, provs, todo = start_parts(args.out, jobs, args.only)
+    results.update(run_parts(job, todo, args.processes, longest_first=longest_first))
+    return results, provs, todo
 
 
 PLAIN_KERNELS = "default"  # ATEN_CPU_CAPABILITY for torch's plain-C kernels

@@ -21,8 +21,8 @@ from mha_lib import bert
 from mha_lib.analysis import (
     differences,
     head_stats,
-    heldout,
     relations,
+    statistics,
 )
 from mha_lib.data import coreference as coref_data
 from mha_lib.data import syntax as syntax_data
@@ -153,7 +153,7 @@ def silver_scores(ctx: Context) -> dict[str, relations.RelationScore]:
     silver = ctx.silver()
     maps = ctx.word_maps("silver_word_maps", [list(s.words) for s in silver])
     arcs = relations.arc_hits(maps, silver) + (relations.offset_hits(silver, OFFSETS),)
-    pick, report = heldout.split_halves(len(silver), seed=0)
+    pick, report = statistics.split_halves(len(silver), seed=0)
     return {
         rel: relations.heldout_scores(*arcs, rel, pick, report)
         for rel in SILVER_RELATIONS + ("all",)
@@ -220,9 +220,9 @@ def syntax(ctx: Context) -> Finding:
         f"offset's; {len(survive)} relations beat the offset after Holm.",
     )
     rows = [
-        [r, scores[r].n_arcs, scores[r].head.name, heldout.percent(scores[r].head.reported,
+        [r, scores[r].n_arcs, scores[r].head.name, statistics.percent(scores[r].head.reported,
          scores[r].head.ci), f"{scores[r].offset:+d}", 100 * scores[r].offset_score,
-         heldout.percent(scores[r].gain, scores[r].gain_ci, signed=True),
+         statistics.percent(scores[r].gain, scores[r].gain_ci, signed=True),
          f"{p[r]:.3f}" if r in p else "—"]
         for r in SILVER_RELATIONS + ("all",)
     ]  # fmt: skip
@@ -237,7 +237,7 @@ def syntax(ctx: Context) -> Finding:
 # Coreference: the best head against the input embeddings' choice (chapter 5.4)
 # --------------------------------------------------------------------------------------------
 def coref_gain(
-    hits: torch.Tensor, chosen: heldout.HeldOut, report: list[int], groups: list[int],
+    hits: torch.Tensor, chosen: statistics.HeldOut, report: list[int], groups: list[int],
     rule: torch.Tensor, margin: float = COREF_MARGIN,
 ) -> differences.Difference:  # fmt: skip
     """The chosen head's hits minus a rule's on the reporting half, paired by frame (as
@@ -260,8 +260,8 @@ def coreference(ctx: Context) -> Finding:
     )  # fmt: skip
     hits = relations.choice_hits(maps, *args)  # (N, L, H)
     frames = [it.frame for it in items]
-    pick, report = heldout.split_halves(max(frames) + 1, seed=1)
-    best = heldout.best_head(hits, pick, report, frames)
+    pick, report = statistics.split_halves(max(frames) + 1, seed=1)
+    best = statistics.best_head(hits, pick, report, frames)
     emb = ctx.model.get_input_embeddings().weight.detach().cpu()  # (V, D)
 
     def embed(word: str) -> torch.Tensor:
@@ -275,8 +275,8 @@ def coreference(ctx: Context) -> Finding:
     # coin-flip head must not pass for beating them.
     rules = {"input embeddings": lexical}
     rules |= {k: v for k, v in relations.coref_rule_hits(items).items() if "agrees" not in k}
-    bar, bar_score, _ = heldout.best_rule(rules, pick, report, frames)
-    _, lex_score, _ = heldout.best_rule({"lexical": lexical}, pick, report, frames)
+    bar, bar_score, _ = statistics.best_rule(rules, pick, report, frames)
+    _, lex_score, _ = statistics.best_rule({"lexical": lexical}, pick, report, frames)
     vs = coref_gain(hits, best, report, frames, rules[bar])
     shown = vs.outcome == differences.DIFFERENT and vs.difference > 0
     row = Row(
@@ -682,7 +682,7 @@ def layer_probes(ctx: Context) -> Finding:
     dep = [list(s.relations) for s in silver]
     ctx.note("probes: hidden states")
     states = _silver_states(ctx)  # (L + 1, W, D) each
-    fit_half, test_half = heldout.split_halves(len(silver), seed=0)
+    fit_half, test_half = statistics.split_halves(len(silver), seed=0)
     groups = probes.sentence_ids(pos, test_half)
     hits, majority = {}, {}
     for task, labels in (("pos", pos), ("dep", dep)):
@@ -783,7 +783,7 @@ def knockout_read(ctx: Context) -> Finding:
     word_relations = [list(s.relations) for s in silver]
     maps = ctx.word_maps("silver_word_maps", words)
     arcs = relations.arc_hits(maps, silver)
-    pick, report = heldout.split_halves(len(silver), seed=study.SPLIT_SEED)
+    pick, report = statistics.split_halves(len(silver), seed=study.SPLIT_SEED)
     head = knockout.ranked_heads(*arcs, "dobj", pick)[0]
     layer = head[0] + 1  # the first states after the head (0 = the embeddings)
     train_w, test_w = role_words(word_relations, pick), role_words(word_relations, report)

@@ -166,7 +166,7 @@ def minilm_report(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
     from mha_lib import bert
-    from mha_lib.analysis import heldout, relations
+    from mha_lib.analysis import relations, statistics
     from mha_lib.data import syntax
     from mha_lib.data.sentences import LONG_SENTENCES
 
@@ -177,7 +177,7 @@ def test_on_minilm_the_syntax_row_is_chapter_5s_held_out_score(minilm_report):
         loaded.model, loaded.tokenizer, [list(s.words) for s in silver], words=True)]
     arcs = relations.arc_hits(maps, silver)
     arcs += (relations.offset_hits(silver, [o for o in range(-8, 9) if o]),)
-    pick, rep = heldout.split_halves(len(silver), seed=0)
+    pick, rep = statistics.split_halves(len(silver), seed=0)
     dobj = relations.heldout_scores(*arcs, "dobj", pick, rep)
     row = next(r for r in result.rows if r.number == "4" and "syntax" in r.claim)
     assert row.numbers["dobj_acc"] == 100 * dobj.head.reported

@@ -299,6 +299,27 @@ def test_run_parts_pools_every_part_and_keeps_each_parts_order():
     assert done == {"a": [-3, 1], "b": [-4, 1, -5], "c": []}
 
 
+def test_rerun_parts_keeps_the_parts_not_named_and_runs_the_others(tmp_path, capsys):
+    import argparse
+    import operator
+
+    from mha_lib.experiments.reproduce import rerun_parts
+
+    jobs = {"a": [1, 2], "b": [3, -4]}
+    args = argparse.Namespace(out=tmp_path / "none.json", only=None, processes=2)
+    results, provs, todo = rerun_parts(operator.neg, jobs, args, longest_first=abs)
+    assert results == {"a": [-1, -2], "b": [-3, 4]} and todo == jobs
+    assert provs["a"]["threads"] == provs["b"]["threads"] == 1
+    old = {**provenance(), "git_commit": "feedc0ffee"}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"a": ["old"], "b": ["old"], "provenance": {"a": old, "b": old}}))
+    args = argparse.Namespace(out=path, only=["b"], processes=1)
+    results, provs, todo = rerun_parts(operator.neg, jobs, args)
+    assert results == {"a": ["old"], "b": [-3, 4]} and todo == {"b": [3, -4]}
+    assert provs["a"]["git_commit"] == "feedc0ffee" != provs["b"]["git_commit"]
+    assert "kept part 'a'" in capsys.readouterr().out
+
+
 def test_plain_kernel_sample_returns_the_result_and_the_childs_provenance():
     from mha_lib.experiments.reproduce import plain_kernel_sample
 

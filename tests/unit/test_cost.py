@@ -1,6 +1,12 @@
-"""Closed-form costs in `mha_lib.analysis.cost` against what torch measures."""
+"""Closed-form costs in `mha_lib.analysis.cost` against what torch measures, and its timing
+harness: every call timed in turns, the thread count restored, ratios exact.
+
+No test here times anything against a threshold (timings are for bench/); the harness is
+checked for what it does with the calls it is given.
+"""
 
 import math
+import time
 
 import pytest
 import torch
@@ -11,7 +17,10 @@ from mha_lib import MultiHeadAttention
 from mha_lib.analysis.cost import (
     attention_cost,
     attention_map_bytes,
+    compare,
     elementwise_work,
+    interleaved_samples,
+    interleaved_times,
     mha_flops,
     mha_parameter_count,
     score_elements,
@@ -163,3 +172,68 @@ def test_attention_cost_at_a_fixed_head_width_matches_the_polynomials_in_h(d_hea
 def test_attention_cost_rejects_a_flat_input():
     with pytest.raises(ValueError, match="x must have shape"):
         attention_cost(MultiHeadAttention(4, 2), torch.randn(3, 4))
+
+
+# ---------------------------------------------------------------- the timing harness
+
+
+def test_every_call_runs_once_to_warm_up_then_once_per_round_in_turn():
+    order = []
+    calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    threads = torch.get_num_threads()
+    seen_threads = []
+    calls["c"] = lambda: seen_threads.append(torch.get_num_threads())
+    timings = interleaved_times(calls, repeats=3)
+    # warm-up, then three rounds taking turns, the order rotated by one each round
+    assert order == ["a", "b"] + ["a", "b"] + ["b", "a"] + ["a", "b"]
+    assert seen_threads == [1] * 4  # timed on one thread ...
+    assert torch.get_num_threads() == threads  # ... and restored afterwards
+    assert set(timings) == {"a", "b", "c"}
+    assert all(median >= 0 and spread >= 0 for median, spread in timings.values())
+
+
+def test_the_thread_count_is_restored_when_a_call_fails():
+    threads = torch.get_num_threads()
+
+    def broken():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        interleaved_times({"broken": broken}, repeats=2)
+    assert torch.get_num_threads() == threads
+
+
+def test_compare_is_the_ratio_of_medians_with_the_larger_spread():
+    assert compare((30.0, 0.1), (10.0, 0.25)) == (pytest.approx(3.0), 0.25)
+    with pytest.raises(ValueError, match="positive medians"):
+        compare((1.0, 0.0), (0.0, 0.0))
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="repeats"):
+        interleaved_times({"a": lambda: None}, repeats=0)
+    with pytest.raises(ValueError, match="at least one"):
+        interleaved_times({}, repeats=1)
+    with pytest.raises(ValueError, match="warmup"):
+        interleaved_samples({"a": lambda: None}, repeats=1, warmup=0)
+
+
+def test_samples_on_both_clocks_with_calls_per_sample_sized_by_min_sample():
+    linear = nn.Linear(8, 5)
+    x = torch.randn(3, 8)
+    runs = {"a": 0, "b": 0}
+
+    def call(name):
+        runs[name] += 1
+        time.sleep(0.002)  # wall time passes, so a 10 ms sample holds several calls
+        return linear(x)
+
+    samples = interleaved_samples(
+        {"a": lambda: call("a"), "b": lambda: call("b")}, repeats=3, min_sample=0.01, warmup=2
+    )
+    assert set(samples) == {"wall", "cpu"}
+    for clock in samples.values():
+        assert set(clock) == {"a", "b"}
+        assert all(len(s) == 3 and all(t >= 0 for t in s) for s in clock.values())
+    assert all(t > 0 for s in samples["wall"].values() for t in s)
+    assert runs["a"] > 2 + 3 and runs["b"] > 2 + 3  # more than one call per sample

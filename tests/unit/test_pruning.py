@@ -312,7 +312,7 @@ def test_even_plan_flops_and_latency():
     linear = nn.Linear(8, 5)
     x = torch.randn(3, 8)
     assert cost.forward_flops(lambda: linear(x)) == 2 * 3 * 8 * 5
-    times = cost.measure_latency(
+    times = cost.interleaved_samples(
         {"a": lambda: linear(x), "b": lambda: linear(x)}, repeats=3, min_sample=0.001
-    )
-    assert set(times) == {"a", "b"} and all(t > 0 for t in times.values())
+    )["wall"]
+    assert set(times) == {"a", "b"} and all(t > 0 for s in times.values() for t in s)

@@ -39,9 +39,9 @@ import torch
 from torch import nn
 
 from mha_lib import bert
-from mha_lib.analysis import differences, heldout, knockout, probes
-from mha_lib.analysis.bootstrap import bootstrap_ci
+from mha_lib.analysis import differences, knockout, probes, statistics
 from mha_lib.analysis.relations import arc_hits
+from mha_lib.analysis.statistics import bootstrap_ci
 from mha_lib.data import roles, syntax
 from mha_lib.data.sentences import LONG_SENTENCES
 from mha_lib.experiments.reproduce import (
@@ -142,7 +142,7 @@ def setup(
     relations = [list(s.relations) for s in silver]
     maps = [m for _, m in bert.batch_attention_maps(model, tokenizer, words, words=True)]
     arcs = arc_hits(maps, silver)
-    pick, report = heldout.split_halves(len(silver), seed=SPLIT_SEED)
+    pick, report = statistics.split_halves(len(silver), seed=SPLIT_SEED)
     train_words = roles.role_words(relations, pick)
     test_words = roles.role_words(relations, report)
     states = probes.word_states(model, tokenizer, words)

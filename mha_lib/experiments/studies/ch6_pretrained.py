@@ -42,8 +42,8 @@ from torch import nn
 
 from mha_lib import bert, pruning
 from mha_lib.analysis import probes
-from mha_lib.analysis.bootstrap import paired_stderr
 from mha_lib.analysis.differences import Difference, compare, from_stderr, holm
+from mha_lib.analysis.statistics import bootstrap_ci, paired_stderr
 from mha_lib.data import senses
 from mha_lib.experiments.reproduce import (
     Check,
@@ -218,7 +218,7 @@ def base_part(s: Setup) -> dict[str, object]:
     eval_items = senses.make_sense_set("eval", EVAL_ITEMS, EVAL_SEED)
     return {
         "accuracy": float(correct.float().mean()),
-        "interval": list(probes.bootstrap_interval(correct)),
+        "interval": list(bootstrap_ci(correct)),
         "items": int(correct.numel()),
         "no_heads": floor,
         "score_accuracy": probes.sense_accuracy(s.model, s.score, s.probe),
@@ -309,7 +309,7 @@ def embedding_part(s: Setup) -> dict[str, object]:
             s.model, s.tokenizer, s.probe_items, items["score"], items["eval"], words=words
         )
         correct = bag.pop("correct")
-        bag["interval"] = list(probes.bootstrap_interval(correct))
+        bag["interval"] = list(bootstrap_ci(correct))
         out[words] = bag
     return out
 

@@ -59,9 +59,8 @@ from mha_lib.experiments.post_norm import post_norm_
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
-    run_parts,
+    rerun_parts,
     save_results,
-    start_parts,
     threads,
 )
 from mha_lib.experiments.studies import ch7_init
@@ -548,10 +547,8 @@ def jobs() -> dict[str, list[tuple[str, DeepCondition, int]]]:
 def main(argv: Sequence[str] | None = None) -> None:
     planned = jobs()
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
-    parts, provenances, todo = start_parts(args.out, planned, args.only)
     start = time.perf_counter()
-    for part, records in run_parts(_job, todo, args.processes, longest_first=_cost).items():
-        parts[part] += records
+    parts, provenances, todo = rerun_parts(_job, planned, args, longest_first=_cost)
     items = sum(len(group) for group in todo.values())
     print(f"{items} items in {time.perf_counter() - start:.0f} s", flush=True)
     save_results(args.out, parts, provenances, indent=None)

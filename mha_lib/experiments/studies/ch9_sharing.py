@@ -40,10 +40,9 @@ from mha_lib.experiments.kv_sharing import pool_kv_heads
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
+    rerun_parts,
     rounded,
-    run_jobs,
     save_results,
-    start_parts,
     threads,
 )
 from mha_lib.experiments.training import (
@@ -150,7 +149,7 @@ def run_plain(item: tuple[str, str, Config, int]) -> dict[str, object]:
     with threads(1):
         _, result = run_experiment(config, seed, progress=False)
     key = "arm" if part == "hard" else "task_name"
-    return {"part": part, **record(config, seed, result, **{key: label})}
+    return record(config, seed, result, **{key: label})
 
 
 def arm(name: str, config: Config = HARD) -> Config:
@@ -179,7 +178,7 @@ def run_uptrain(item: tuple[str, int]) -> dict[str, object]:
             rows.append({"num_kv_heads": kv, "pooled": pooled_acc,
                          "uptrained": after.final_accuracy,
                          "scratch_short": fresh.final_accuracy})  # fmt: skip
-    return {"part": "uptrain", "task_name": task_name, "seed": seed,
+    return {"task_name": task_name, "seed": seed,
             "multi_head": result.final_accuracy, "rows": rounded(rows, decimals=6)}  # fmt: skip
 
 
@@ -217,7 +216,7 @@ def run_one(item: tuple[str, object]) -> dict[str, object]:
         return run_plain(arg)
     if kind == "uptrain":
         return run_uptrain(arg)
-    return {"part": "check", **run_check()}
+    return run_check()
 
 
 def cost(item: tuple[str, object]) -> float:
@@ -338,13 +337,7 @@ def uptrain_differences(
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
-    parts, provs, todo = start_parts(args.out, jobs(), args.only)
-    items = [item for group in todo.values() for item in group]
-    done = [r for _, r in sorted(run_jobs(run_one, items, args.processes, longest_first=cost))]
-    for name in todo:
-        parts[name] = []
-    for r in done:
-        parts[r.pop("part")].append(r)
+    parts, provs, todo = rerun_parts(run_one, jobs(), args, longest_first=cost)
     if "check" in todo:
         parts["check"] = parts["check"][0]
     save_results(args.out, parts, provs)

@@ -39,10 +39,9 @@ from mha_lib.experiments.kv_sharing import first_position_mass, query_position_m
 from mha_lib.experiments.reproduce import (
     Check,
     parse_args,
+    rerun_parts,
     rounded,
-    run_jobs,
     save_results,
-    start_parts,
     threads,
 )
 from mha_lib.experiments.training import (
@@ -143,7 +142,7 @@ def run_toy(item: tuple[str, int]) -> dict[str, object]:
             for key, value in measure(model, task, seed).items():
                 rows[key].append(value)
             rows["accuracy"].append(accuracy)
-    return {"part": "toy", "arm": arm, "seed": seed, "steps": list(TOY_STEPS),
+    return {"arm": arm, "seed": seed, "steps": list(TOY_STEPS),
             **rounded(rows, decimals=6)}  # fmt: skip
 
 
@@ -197,13 +196,14 @@ def jobs() -> dict[str, list[tuple[str, object]]]:
     }
 
 
-def run_one(item: tuple[str, object]) -> dict[str, object]:
+def run_one(item: tuple[str, object]) -> dict[str, object] | list[dict[str, object]]:
+    """One work item's record (the `minilm` item's: its rows, one per sentence)."""
     kind, arg = item
     if kind == "toy":
         return run_toy(arg)
     if kind == "minilm":
-        return {"part": "minilm", "rows": run_minilm()}
-    return {"part": "check", **run_check()}
+        return run_minilm()
+    return run_check()
 
 
 def cost(item: tuple[str, object]) -> float:
@@ -339,17 +339,9 @@ def live_checks(live: Mapping, committed: Mapping) -> list[Check]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__, NAME, parts=PARTS, argv=argv)
-    parts, provs, todo = start_parts(args.out, jobs(), args.only)
-    items = [item for group in todo.values() for item in group]
-    done = [r for _, r in sorted(run_jobs(run_one, items, args.processes, longest_first=cost))]
-    for name in todo:
-        parts[name] = []
-    for r in done:
-        part = r.pop("part")
-        if part == "minilm":
-            parts["minilm"] = r["rows"]
-        else:
-            parts[part].append(r)
+    parts, provs, todo = rerun_parts(run_one, jobs(), args, longest_first=cost)
+    if "minilm" in todo:
+        parts["minilm"] = parts["minilm"][0]  # its one item's rows
     if "check" in todo:
         parts["check"] = parts["check"][0]
     save_results(args.out, parts, provs)
