@@ -19,7 +19,7 @@ import torch
 
 from mha_lib._checks import check_floating
 from mha_lib.analysis import statistics
-from mha_lib.analysis.heldout import HeldOut
+from mha_lib.analysis.statistics import HeldOut
 from mha_lib.data.coreference import CorefItem
 from mha_lib.data.similarity import SimilarityItem
 from mha_lib.data.syntax import Sentence
