@@ -133,6 +133,7 @@ def citations(text: str) -> list[str]:
 KEPT_ENGLISH = frozenset({
     "softmax", "one-hot", "eager", "sdpa", "transformers", "logit", "logits", "argmax",
     "token", "tokens", "nats", "torch", "bertviz", "sparsemax", "qkv", "gzip", "min", "max",
+    "sentence-transformers",
 })  # fmt: skip
 # A word followed by a slash is a name too: the owner in a hub id (nreimers/MiniLM-L6-...).
 _WORD = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z'-]*[A-Za-z](?![\w/-])")
