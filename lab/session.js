@@ -38,8 +38,8 @@ export function unpackStages(bytes) {
   });
 }
 
-// One session per stage (a layer each, the first with the embeddings), and a memory of the
-// last run of each recent text: its mask, and each layer's maps and output.
+// One session per stage (a layer each, the first with the embeddings), and a memory of recent
+// texts' runs: each run's mask, and each layer's maps and output.
 export async function createSession(ort, model) {
   const stages = unpackStages(model);
   const options = { executionProviders: ["wasm"], graphOptimizationLevel: "all" };
@@ -61,16 +61,25 @@ function firstChanged(a, b, layers, heads) {
 // One run: `ids` (numbers), `mask` (Float32Array, layers × heads). Returns every map (a
 // Float32Array of its own, (layers, heads, T, T)), the sentence embedding, the run's ms and the
 // first layer it ran (`from`). A layer's output depends only on the text and the mask rows of
-// the layers up to it, so a text run before keeps its layers below the first changed row.
+// the layers up to it, so a text run before keeps its layers below the first changed row. Two
+// runs of each text are kept: its first (on the page, every head on) and its latest, so that
+// switching a head back and then another one reruns from the new head's layer either way.
 export async function runSession(ort, model, ids, mask, layers, heads) {
   const T = ids.length;
   const key = ids.join(" ");
   const t0 = performance.now();
-  let kept = model.memory.get(key);
+  const runs = model.memory.get(key) || [];
   model.memory.delete(key); // re-inserted below: the most recent text last
-  if (!kept) kept = { mask: null, maps: [], hidden: [], embedding: null };
-  const from = kept.mask ? firstChanged(kept.mask, mask, layers, heads) : 0;
+  let from = 0;
+  let near = null; // the kept run that shares the most layers with this mask
+  for (const r of runs) {
+    const shared = firstChanged(r.mask, mask, layers, heads);
+    if (near === null || shared > from) [near, from] = [r, shared];
+  }
+  let run = near;
   if (from < layers) {
+    run = { mask: Float32Array.from(mask), maps: [], hidden: [], embedding: null };
+    for (let l = 0; l < from; l++) [run.maps[l], run.hidden[l + 1]] = [near.maps[l], near.hidden[l + 1]];
     const feed = {
       input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
       attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
@@ -79,20 +88,21 @@ export async function runSession(ort, model, ids, mask, layers, heads) {
     for (let l = from; l < layers; l++) {
       const { inputs, outputs } = model.stages[l];
       const given = {};
-      for (const name of inputs) given[name] = name.startsWith("hidden_") ? kept.hidden[l] : feed[name];
+      for (const name of inputs) given[name] = name.startsWith("hidden_") ? run.hidden[l] : feed[name];
       const out = await model.sessions[l].run(given);
-      kept.maps[l] = out[outputs[0]].data;
-      if (l < layers - 1) kept.hidden[l + 1] = out[outputs[1]];
-      else kept.embedding = Float32Array.from(out[outputs[1]].data);
+      run.maps[l] = out[outputs[0]].data;
+      if (l < layers - 1) run.hidden[l + 1] = out[outputs[1]];
+      else run.embedding = Float32Array.from(out[outputs[1]].data);
     }
-    kept.mask = Float32Array.from(mask);
+    model.memory.set(key, runs.length === 0 ? [run] : [runs[0], run]);
+  } else {
+    model.memory.set(key, runs);
   }
-  model.memory.set(key, kept);
   while (model.memory.size > REMEMBERED) model.memory.delete(model.memory.keys().next().value);
   const ms = performance.now() - t0;
   // A buffer of the maps' own, which a worker can hand over without copying.
   const size = heads * T * T;
   const maps = new Float32Array(layers * size);
-  for (let l = 0; l < layers; l++) maps.set(kept.maps[l], l * size);
-  return { maps, embedding: kept.embedding.slice(), ms, from };
+  for (let l = 0; l < layers; l++) maps.set(run.maps[l], l * size);
+  return { maps, embedding: run.embedding.slice(), ms, from };
 }

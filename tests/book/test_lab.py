@@ -186,15 +186,18 @@ def test_a_text_runs_again_from_its_first_changed_layer_and_matches_python(
     browser_page, reference
 ) -> None:
     """The page keeps a text's layers and reruns from the first layer whose heads changed
-    (lab/session.js): each run starts where the masks first differ, and its maps and
-    embedding are PyTorch's, as a run from the first layer would be."""
+    (lab/session.js): each run starts where its mask first differs from the nearer of the
+    text's first and latest runs, and its maps and embedding are PyTorch's, as a run from the
+    first layer would be."""
     from mha_lib.bert.lab import lab_outputs
 
     tab, *_ = browser_page
     model, tokenizer = reference
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     text = "A quiet river ran past the mill where the old miller kept his tired donkey."
-    steps = [((), 0), (((3, 4),), 3), (((3, 4), (1, 2)), 1), (((5, 0),), 1), (((5, 0),), layers)]
+    # The text's first run (every head on) stays kept: back to one head off in the last layer,
+    # the page reruns that layer alone, although the latest run differs from layer 1 on.
+    steps = [((), 0), (((3, 4),), 3), (((3, 4), (1, 2)), 1), (((5, 0),), 5), (((5, 0),), layers)]
     for off, start in steps:
         mask = torch.ones(layers, heads)
         for layer, head in off:
