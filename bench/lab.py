@@ -18,10 +18,13 @@ after says how busy it was.
 
 A long text: each repeat also pastes 1,000 words (the book's sentences, repeated) and
 then clicks heads of the grid, and times what the reader waits for: from the paste or the
-click (the event's own time stamp) to the next frame after the page's update is drawn, the
-model's share of it (its runs, from `mhaLab.stats`) and the longest task of the page's
-main thread meanwhile (the browser's long-task entries: the time the page could not answer
-a scroll, a key or a click).
+click (the event's own time stamp) to the next frame after the maps are drawn (the page's
+"mha-lab-maps" event) and to the next frame after the whole update is (the ranking of the
+candidate sentences too, which the page runs after the maps), the model's share of it (its
+runs, from `mhaLab.stats`) and the longest task of the page's main thread meanwhile (the
+browser's long-task entries: the time the page could not answer a scroll, a key or a click).
+The clicks are grouped by the first layer the page ran again: a head of the first layer
+reruns every layer, the slowest click there is.
 Both editions: each repeat also loads the Chinese edition's lab page in a fresh context (its
 load time and download), and, in another fresh context, the English lab page and then the
 Chinese one, as a reader who switches language: the bytes that switch downloads (both
@@ -88,13 +91,16 @@ def masks() -> dict[str, list[list[float]]]:
 
 
 LONG_WORDS = 1000
-# Heads clicked after the paste: one off, another off, the first back on.
-LONG_CLICKS = [(2, 5), (3, 1), (2, 5)]
+# Heads clicked after the paste, each rerunning the text from its own layer on (the page keeps
+# the text's first run and its latest): 0, 2, 3, 2 (the second head back on), 5 and 0 again.
+LONG_CLICKS = [(0, 3), (2, 5), (3, 1), (2, 5), (5, 2), (0, 7)]
 
-# Installed once per page: the main thread's long tasks, and the time stamp of every click
-# and input event (the reader's action).
+# Installed once per page: the main thread's long tasks, the time stamp of every click and
+# input event (the reader's action), and the time of the next frame after the maps are drawn.
 WATCH_JS = """() => {
-  const w = window.mhaBench = {tasks: [], actions: []};
+  const w = window.mhaBench = {tasks: [], actions: [], maps: []};
+  document.getElementById('mha-lab').addEventListener('mha-lab-maps', () =>
+    requestAnimationFrame(() => setTimeout(() => w.maps.push(performance.now()))));
   w.observer = new PerformanceObserver(l => {
     for (const e of l.getEntries()) w.tasks.push(e.duration);
   });
@@ -103,12 +109,13 @@ WATCH_JS = """() => {
     document.addEventListener(type, e => w.actions.push(e.timeStamp), true);
   }
 }"""
-# After the page finished its update: the time of the next frame (the maps are on screen),
-# the last action's time stamp, and the long tasks since the last call.
+# After the page finished its update: the time of the next frame (all of it is on screen),
+# that of the maps, the last action's time stamp, and the long tasks since the last call.
 PAINTED_JS = """() => new Promise(r => requestAnimationFrame(() => setTimeout(() => {
   const w = window.mhaBench;
   for (const e of w.observer.takeRecords()) w.tasks.push(e.duration);
-  r({painted: performance.now(), action: w.actions.at(-1), tasks: w.tasks.splice(0)});
+  r({painted: performance.now(), maps: w.maps.splice(0).at(-1) ?? null,
+     action: w.actions.at(-1), tasks: w.tasks.splice(0)});
 })))"""
 
 
@@ -149,17 +156,23 @@ def time_action(page: object, action: object) -> dict[str, float]:
     """Do `action` (a click or a paste) on a lab page with WATCH_JS installed; its timings.
 
     `ms`: from the action's event to the next frame after the page's update was drawn;
-    `model_ms`: the model's runs meanwhile; `longest_task_ms`: the main thread's longest
-    task meanwhile (0 when none took 50 ms, the browser's threshold)."""
+    `maps_ms`: to the next frame after its maps were (before the ranking); `model_ms`: the
+    model's runs meanwhile; `from`: the first layer the text's run computed; and
+    `longest_task_ms`: the main thread's longest task meanwhile (0 when none took 50 ms, the
+    browser's threshold)."""
     before = page.evaluate("() => mhaLab.draws")
     runs_before = page.evaluate("() => mhaLab.stats.runs.length")
-    page.evaluate("() => { mhaBench.actions.length = 0; }")
+    page.evaluate("() => { mhaBench.actions.length = 0; mhaBench.maps.length = 0; }")
     action()
     page.wait_for_function("n => mhaLab.draws > n", arg=before, timeout=120_000)
     seen = page.evaluate(PAINTED_JS)
     runs = page.evaluate("n => mhaLab.stats.runs.slice(n)", runs_before)
+    if seen["maps"] is None:
+        raise RuntimeError("the page finished an update without drawing its maps")
     return {
         "ms": seen["painted"] - seen["action"],
+        "maps_ms": seen["maps"] - seen["action"],
+        "from": min((r["from"] for r in runs), default=None),
         "model_ms": sum(r["ms"] for r in runs),
         "runs": len(runs),
         "tokens": max((r["tokens"] for r in runs), default=0),
@@ -226,12 +239,12 @@ def spread(values: list[float]) -> dict[str, float]:
 
 def _long_line(one: dict[str, list[dict[str, float]]]) -> str:
     paste, clicks = one["paste"], one["clicks"]
-    each = ", ".join(f"{c['ms']:.0f}" for c in clicks)
+    each = ", ".join(f"{c['maps_ms']:.0f}/{c['ms']:.0f} (layer {c['from']})" for c in clicks)
     model = ", ".join(f"{c['model_ms']:.0f}" for c in clicks)
     longest = max(c["longest_task_ms"] for c in [paste, *clicks])
     return (
         f"{LONG_WORDS} words ({paste['tokens']} tokens): paste {paste['ms']:.0f} ms, "
-        f"clicks {each} ms (model {model} ms), longest task {longest:.0f} ms"
+        f"clicks (maps/all) {each} ms (model {model} ms), longest task {longest:.0f} ms"
     )
 
 
@@ -244,10 +257,19 @@ def _long_summary(longs: list[dict[str, list[dict[str, float]]]]) -> dict[str, o
         "paste_ms": spread([p["ms"] for p in pastes]),
         "paste_model_ms": spread([p["model_ms"] for p in pastes]),
         "paste_longest_task_ms": spread([p["longest_task_ms"] for p in pastes]),
+        "click_maps_ms": spread([c["maps_ms"] for c in clicks]),
         "click_ms": spread([c["ms"] for c in clicks]),
         "click_model_ms": spread([c["model_ms"] for c in clicks]),
         "click_other_ms": spread([c["ms"] - c["model_ms"] for c in clicks]),
         "click_longest_task_ms": spread([c["longest_task_ms"] for c in clicks]),
+        # By the first layer the click ran again (the first layer's: every layer).
+        "click_by_layer": {
+            str(layer): {
+                "maps_ms": spread([c["maps_ms"] for c in clicks if c["from"] == layer]),
+                "ms": spread([c["ms"] for c in clicks if c["from"] == layer]),
+            }
+            for layer in sorted({c["from"] for c in clicks if c["from"] is not None})
+        },
     }
 
 
@@ -413,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             "download_bytes": 55e6,
             "model_bytes": 35e6,
             "max_run_tokens": 32,
-            "long_click_ms": 300.0,
+            "long_click_ms": 300.0,  # a click's maps on screen, any head
         },
         "machine": {
             "cores": os.cpu_count(),

@@ -51,7 +51,8 @@ async function readBytes(res, onProgress) {
   return out;
 }
 
-// The model in worker.js, asked by messages; each answer settles the question of its id.
+// The model in worker.js, asked by messages; each answer settles the question of its id, and
+// a run's layers ({id, layer, maps}) go to that question's `onLayer` as they arrive.
 class WorkerRunner {
   where = "worker";
 
@@ -70,6 +71,10 @@ class WorkerRunner {
     worker.addEventListener("message", ({ data }) => {
       const waiting = this.waiting.get(data.id);
       if (!waiting) return;
+      if (data.layer !== undefined) {
+        waiting.onLayer(data.layer, data.maps);
+        return;
+      }
       this.waiting.delete(data.id);
       if (data.error !== undefined) waiting.reject(new Error(data.error));
       else waiting.resolve(data);
@@ -82,11 +87,11 @@ class WorkerRunner {
     });
   }
 
-  ask(message, transfer = []) {
+  ask(message, transfer = [], onLayer = () => {}) {
     if (this.broken) return Promise.reject(this.broken);
     const id = ++this.asked;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      this.waiting.set(id, { resolve, reject, onLayer });
       this.worker.postMessage({ id, ...message }, transfer);
     });
   }
@@ -99,8 +104,8 @@ class WorkerRunner {
     return this.ask({ kind: "create", model }, [model.buffer]);
   }
 
-  run(ids, mask, layers, heads) {
-    return this.ask({ kind: "run", ids, mask, layers, heads });
+  run(ids, mask, layers, heads, onLayer) {
+    return this.ask({ kind: "run", ids, mask, layers, heads }, [], onLayer);
   }
 }
 
@@ -116,8 +121,8 @@ class PageRunner {
     this.session = await createSession(this.ort, model);
   }
 
-  run(ids, mask, layers, heads) {
-    return runSession(this.ort, this.session, ids, mask, layers, heads);
+  run(ids, mask, layers, heads, onLayer) {
+    return runSession(this.ort, this.session, ids, mask, layers, heads, onLayer);
   }
 }
 
@@ -158,19 +163,27 @@ export class LabEngine {
     return this.tokenizer.encode(text, this.meta.max_tokens);
   }
 
-  // Serialised: one session runs one call at a time.
-  run(text, headMask) {
-    const job = this.queue.then(() => this.runNow(text, headMask));
+  // Serialised: one session runs one call at a time. `onLayer(layer, maps, T)`, if given, is
+  // called as each layer's maps land in `maps` (the run's own (layers, heads, T, T) array, the
+  // layers above still empty), so that the page can draw while the model runs on.
+  run(text, headMask, onLayer = null) {
+    const job = this.queue.then(() => this.runNow(text, headMask, onLayer));
     this.queue = job.catch(() => {});
     return job;
   }
 
-  async runNow(text, headMask) {
+  async runNow(text, headMask, onLayer) {
     const { tokens, ids, truncated } = this.encode(text);
     const mask = flatMask(headMask, this.L, this.H);
-    const r = await this.runner.run(ids, mask, this.L, this.H);
-    this.stats.runs.push({ tokens: ids.length, ms: r.ms, from: r.from });
-    return { tokens, truncated, T: ids.length, maps: r.maps, embedding: Array.from(r.embedding), ms: r.ms };
+    const T = ids.length;
+    const size = this.H * T * T;
+    const maps = new Float32Array(this.L * size);
+    const r = await this.runner.run(ids, mask, this.L, this.H, (layer, layerMaps) => {
+      maps.set(layerMaps, layer * size);
+      if (onLayer) onLayer(layer, maps, T);
+    });
+    this.stats.runs.push({ tokens: T, ms: r.ms, from: r.from });
+    return { tokens, truncated, T, maps, embedding: Array.from(r.embedding), ms: r.ms };
   }
 }
 

@@ -33,10 +33,13 @@ export function facts(box, engine, bench, { t }) {
       zh_load: fmt(eds.zh.load_s.median, 2), zh_download: mb(eds.zh.download_bytes),
       switch_download: mb(bench.lab.switch_language_download_bytes),
     }) }));
-    if (long) {
+    if (long && long.click_maps_ms) {
+      const first = long.click_by_layer["0"];
       parts.push(el("p", { id: "mha-lab-bench-long", text: t("bench_long", {
-        tokens: long.tokens, click_median: fmt(long.click_ms.median, 0), click_min: fmt(long.click_ms.min, 0),
-        click_max: fmt(long.click_ms.max, 0), clicks: long.click_ms.n, model_median: fmt(long.click_model_ms.median, 0),
+        tokens: long.tokens, maps_median: fmt(long.click_maps_ms.median, 0), maps_min: fmt(long.click_maps_ms.min, 0),
+        maps_max: fmt(long.click_maps_ms.max, 0), clicks: long.click_maps_ms.n, first_median: fmt(first.maps_ms.median, 0),
+        click_median: fmt(long.click_ms.median, 0), first_click_median: fmt(first.ms.median, 0),
+        model_median: fmt(long.click_model_ms.median, 0),
       }) }));
     }
   }

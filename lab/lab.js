@@ -5,7 +5,8 @@
 // {tokens, attentions[layer][head][query][key], embedding, truncated}; headMask: layers ×
 // heads numbers (nested or flat), 1 keeps a head, 0 removes it. drawn resolves (with the
 // count) when the page next finishes an update after a reader's action; draws counts them
-// (also the root's data-drawn), so a test waits for "draws > n" instead of sleeping.
+// (also the root's data-drawn), so a test waits for "draws > n" instead of sleeping. Within an
+// update, the root's "mha-lab-maps" event says that the maps are drawn (the ranking follows).
 //
 // Modules, one concern each: strings.js (words), heads.js (which heads are on), maps.js (the
 // maps' numbers), draw.js (canvases), engine.js (model and tokenizer), page.js (the page),

@@ -2,9 +2,11 @@
 // by meaning (what the model does), wired to the model. Screen readers hear one message per action, from one polite live region
 // (#mha-lab-announce); the visible boxes are not live. Every finished update counts in
 // `draws` (and the root's data-drawn) and resolves `drawn`, which tests and scripts await.
-// A long text stays quick: the small maps are drawn at their on-screen pixels, the large one
-// as an image, and the model runs off the main thread (engine.js); the note says how long the
-// update took, measured.
+// A long text stays quick: the model runs off the main thread (engine.js), a click reruns only
+// the layers it changes (session.js), each layer of the grid is drawn as soon as the model has
+// it while the next one runs, at the squares' on-screen pixels, the large one as an image, and
+// the candidate sentences run after the maps are on screen; the root's "mha-lab-maps" event
+// says when they are. The note says how long the update took, measured.
 
 import { $, el, nextTask } from "./dom.js";
 import { paintLarge, paintTile } from "./draw.js";
@@ -237,7 +239,7 @@ export class LabPage {
     this.labelTiles();
     // A square that grows (a wider window) gets its pixels again.
     new ResizeObserver(() => {
-      if (this.result && this.tileSize() !== this.tilePx) this.paintTiles();
+      if (this.result && this.tileSize(this.result.T) !== this.tilePx) this.paintTiles();
     }).observe(this.tiles[0]);
   }
 
@@ -312,12 +314,15 @@ export class LabPage {
     return text;
   }
 
-  // Runs the model (and, when the text changed, the all-heads-on baseline), then redraws and
-  // announces what changed: the note for new text, the count for heads, and the closest
-  // sentence; then measures the change's scale (measureScale).
-  // The note's time is this update's, measured: from its start (the click, or the end of the
-  // typing pause) to the maps drawn, with the model's runs and the drawing in it. With every
-  // head on, the maps are the baseline's (the same run), drawn without running again.
+  // Runs the model (and, when the text changed, the all-heads-on baseline) and draws its maps,
+  // a layer of the grid as soon as the model has it, while it runs the next; then the
+  // candidate sentences, the ranking, and the announcement of what changed: the note for new
+  // text, the count for heads, and the closest sentence; then measures the change's scale
+  // (measureScale). The maps come first: they are what a click changes on screen.
+  // The note's times are this update's, measured from its start (the click, or the end of the
+  // typing pause): to the maps drawn, and to the ranking, with the model's runs and the drawing
+  // in them. With every head on, the maps are the baseline's (the same run), drawn without
+  // running again.
   async refresh(textChanged, { quiet = false } = {}) {
     const started = performance.now();
     const { t } = this;
@@ -332,37 +337,61 @@ export class LabPage {
     }
     const mask = Float32Array.from(this.heads.on);
     const allOn = mask.every((v) => v > 0);
-    const spent = { ms: 0, runs: 0 };
-    const run = async (words, headMask) => {
+    const spent = { ms: 0, runs: 0, draw: 0 };
+    const run = async (words, headMask, onLayer = null) => {
       if (this.pending !== ticket) throw STALE; // no model time for an update nobody will see
-      const r = await this.engine.run(words, headMask);
+      const r = await this.engine.run(words, headMask, onLayer);
       spent.ms += r.ms;
       spent.runs += 1;
       return r;
     };
+    const shown = this.shown;
+    this.shown = null; // until every layer of this update is painted
+    // The grid follows the run it will show, layer by layer; `base` (all heads on) sets the
+    // change bars, and is the run itself when that is the all-heads-on run.
+    let followed = false;
+    const follow = (base) => {
+      followed = true;
+      return (layer, maps, T) => {
+        if (this.pending !== ticket) return;
+        const begun = performance.now();
+        this.paintLayer(layer, maps, T, base || maps, shown);
+        spent.draw += performance.now() - begun;
+      };
+    };
     try {
       let baseline = this.baseline;
-      if (textChanged || !baseline || baseline.text !== text || baseline.cands.join("\n") !== cands.join("\n")) {
+      if (textChanged || !baseline || baseline.text !== text) {
         const reuse = baseline && baseline.text === text && !textChanged;
-        const base = reuse ? baseline.res : await run(text, null);
-        const candRes = [];
-        for (const c of cands) candRes.push(this.onCache.get(c) || (await run(c, null)));
-        for (let i = 0; i < cands.length; i++) this.onCache.set(cands[i], candRes[i]);
+        const base = reuse ? baseline.res : await run(text, null, allOn ? follow(null) : null);
         if (!reuse) this.centre = Math.min(base.T - 1, Math.floor(WINDOW / 2));
-        baseline = this.baseline = { text, cands, res: base, candRes };
+        baseline = this.baseline = { text, cands: null, res: base, candRes: null };
       }
-      const res = allOn ? baseline.res : await run(text, mask);
-      const candRes = [];
-      for (let i = 0; i < cands.length; i++) candRes.push(allOn ? baseline.candRes[i] : await run(cands[i], mask));
+      const res = allOn ? baseline.res : await run(text, mask, follow(baseline.res.maps));
       if (this.pending !== ticket) return; // a newer request took over
       this.result = res;
       this.base = baseline.res;
       const drawing = performance.now();
-      this.drawLarge(); // the selected head first, then the grid a layer at a time
-      if (!(await this.drawTiles(ticket))) return;
+      if (!followed && !(await this.drawTiles(ticket, shown))) return; // maps already computed
+      this.drawLarge();
+      const n = this.tileSize(res.T);
+      this.shown = { maps: res.maps, base: baseline.res.maps, n };
+      this.pixelsShown(n);
+      spent.draw += performance.now() - drawing;
+      const mapsMs = performance.now() - started;
+      this.root.dispatchEvent(new CustomEvent("mha-lab-maps"));
+      if (baseline.cands === null || baseline.cands.join("\n") !== cands.join("\n")) {
+        const onRes = [];
+        for (const c of cands) onRes.push(this.onCache.get(c) || (await run(c, null)));
+        for (let i = 0; i < cands.length; i++) this.onCache.set(cands[i], onRes[i]);
+        Object.assign(baseline, { cands, candRes: onRes });
+      }
+      const candRes = [];
+      for (let i = 0; i < cands.length; i++) candRes.push(allOn ? baseline.candRes[i] : await run(cands[i], mask));
+      if (this.pending !== ticket) return;
       const top = this.showRanking(candRes, baseline);
       const now = performance.now();
-      const times = { tokens: res.T, total: fmt(now - started, 0), draw: fmt(now - drawing, 0) };
+      const times = { tokens: res.T, total: fmt(now - started, 0), maps: fmt(mapsMs, 0), draw: fmt(spent.draw, 0) };
       const timing = spent.runs > 0
         ? t("note_timing", { ...times, model: fmt(spent.ms, 0), runs: spent.runs })
         : t("note_timing_cached", times);
@@ -479,32 +508,36 @@ export class LabPage {
     return mapChange(maps, this.base.maps, mapStart(l, h, this.H, T), T);
   }
 
-  // The grid, a layer at a time, each layer its own task: a long text's 72 maps of 256 × 256
-  // weights never hold the page for long. A layer whose maps are the ones on screen (below the
-  // first layer whose heads changed) stays as it is. False when a newer update took over.
-  async drawTiles(ticket) {
-    const { result, base } = this;
-    const n = this.tileSize();
+  // One layer of the grid: each head's small map and its change bar against `base` (all heads
+  // on). A layer whose maps are the ones `shown` has on screen, at the same size and against
+  // the same base, stays as it is (below the first layer whose heads changed, it always does).
+  paintLayer(l, maps, T, base, shown) {
+    const n = this.tileSize(T);
+    if (shown && shown.n === n && shown.base === base && sameLayer(shown.maps, maps, l, this.H, T)) return;
     const pooled = new Float32Array(n * n);
-    const shown = this.shown && this.shown.n === n && this.shown.base === base ? this.shown.maps : null;
-    this.shown = null; // until every layer is painted
+    for (let h = 0; h < this.H; h++) {
+      const tile = this.tiles[l * this.H + h];
+      const start = mapStart(l, h, this.H, T);
+      const delta = mapChange(maps, base, start, T);
+      tile.querySelector(".mha-lab-bar").style.width = `${Math.min(100, 100 * delta)}%`;
+      tile.dataset.change = fmt(delta, 4);
+      poolMax(maps, start, T, n, pooled);
+      paintTile(tile.querySelector("canvas"), pooled, n);
+    }
+  }
+
+  // The grid of maps already computed, a layer at a time, each layer its own task: a long
+  // text's 72 maps of 256 × 256 weights never hold the page for long. False when a newer update
+  // took over.
+  async drawTiles(ticket, shown) {
+    const { result, base } = this;
     for (let l = 0; l < this.L; l++) {
-      if (shown && sameLayer(shown, result.maps, l, this.H, result.T)) continue;
       if (l > 0) {
         await nextTask();
         if (this.pending !== ticket) return false;
       }
-      for (let h = 0; h < this.H; h++) {
-        const tile = this.tiles[l * this.H + h];
-        const start = mapStart(l, h, this.H, result.T);
-        const delta = mapChange(result.maps, base.maps, start, result.T);
-        tile.querySelector(".mha-lab-bar").style.width = `${Math.min(100, 100 * delta)}%`;
-        tile.dataset.change = fmt(delta, 4);
-        this.paintOne(l, h, n, pooled);
-      }
+      this.paintLayer(l, result.maps, result.T, base.maps, shown);
     }
-    this.shown = { maps: result.maps, base, n };
-    this.pixelsShown(n);
     return true;
   }
 
@@ -521,15 +554,15 @@ export class LabPage {
     if (pooledNote) pooledNote.hidden = n >= this.result.T;
   }
 
-  // Pixels per side of a small map: its square's on screen, at most one per weight.
-  tileSize() {
-    return tilePixels(this.result.T, this.tiles[0].querySelector("canvas").clientWidth, window.devicePixelRatio);
+  // Pixels per side of a small map of `T` tokens: its square's on screen, at most one per weight.
+  tileSize(T) {
+    return tilePixels(T, this.tiles[0].querySelector("canvas").clientWidth, window.devicePixelRatio);
   }
 
   // Every small map again at its on-screen pixels (after the squares changed size): a long
   // text's 256 × 256 weights become each pixel's largest (maps.js's poolMax).
   paintTiles() {
-    const n = this.tileSize();
+    const n = this.tileSize(this.result.T);
     const pooled = new Float32Array(n * n);
     for (let l = 0; l < this.L; l++) for (let h = 0; h < this.H; h++) this.paintOne(l, h, n, pooled);
     if (this.shown) this.shown.n = n;

@@ -58,13 +58,15 @@ function firstChanged(a, b, layers, heads) {
   return layers;
 }
 
-// One run: `ids` (numbers), `mask` (Float32Array, layers × heads). Returns every map (a
-// Float32Array of its own, (layers, heads, T, T)), the sentence embedding, the run's ms and the
-// first layer it ran (`from`). A layer's output depends only on the text and the mask rows of
-// the layers up to it, so a text run before keeps its layers below the first changed row. Two
-// runs of each text are kept: its first (on the page, every head on) and its latest, so that
-// switching a head back and then another one reruns from the new head's layer either way.
-export async function runSession(ort, model, ids, mask, layers, heads) {
+// One run: `ids` (numbers), `mask` (Float32Array, layers × heads). Hands each layer's maps (a
+// Float32Array, (heads, T, T)) to `onLayer(layer, maps)` as soon as they are known, in order,
+// so that the page can draw a layer while the next one runs; returns the sentence embedding,
+// the run's ms and the first layer it ran (`from`). A layer's output depends only on the text
+// and the mask rows of the layers up to it, so a text run before keeps its layers below the
+// first changed row. Two runs of each text are kept: its first (on the page, every head on)
+// and its latest, so that switching a head back and then another one reruns from the new
+// head's layer either way. `onLayer` must not keep the array it is given: it stays in memory.
+export async function runSession(ort, model, ids, mask, layers, heads, onLayer = () => {}) {
   const T = ids.length;
   const key = ids.join(" ");
   const t0 = performance.now();
@@ -79,7 +81,10 @@ export async function runSession(ort, model, ids, mask, layers, heads) {
   let run = near;
   if (from < layers) {
     run = { mask: Float32Array.from(mask), maps: [], hidden: [], embedding: null };
-    for (let l = 0; l < from; l++) [run.maps[l], run.hidden[l + 1]] = [near.maps[l], near.hidden[l + 1]];
+    for (let l = 0; l < from; l++) {
+      [run.maps[l], run.hidden[l + 1]] = [near.maps[l], near.hidden[l + 1]];
+      onLayer(l, run.maps[l]);
+    }
     const feed = {
       input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
       attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
@@ -93,16 +98,13 @@ export async function runSession(ort, model, ids, mask, layers, heads) {
       run.maps[l] = out[outputs[0]].data;
       if (l < layers - 1) run.hidden[l + 1] = out[outputs[1]];
       else run.embedding = Float32Array.from(out[outputs[1]].data);
+      onLayer(l, run.maps[l]);
     }
     model.memory.set(key, runs.length === 0 ? [run] : [runs[0], run]);
   } else {
+    for (let l = 0; l < layers; l++) onLayer(l, run.maps[l]);
     model.memory.set(key, runs);
   }
   while (model.memory.size > REMEMBERED) model.memory.delete(model.memory.keys().next().value);
-  const ms = performance.now() - t0;
-  // A buffer of the maps' own, which a worker can hand over without copying.
-  const size = heads * T * T;
-  const maps = new Float32Array(layers * size);
-  for (let l = 0; l < layers; l++) maps.set(run.maps[l], l * size);
-  return { maps, embedding: run.embedding.slice(), ms, from };
+  return { embedding: run.embedding.slice(), ms: performance.now() - t0, from };
 }

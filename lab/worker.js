@@ -1,15 +1,16 @@
 // The model, off the page's main thread (engine.js starts it as a module worker): the page
 // stays free to scroll, point and type while a long text runs. Messages, each answered with
 // its `id`: {kind: "runtime", vendor} loads ONNX Runtime Web; {kind: "create", model} makes
-// the session from the model's bytes; {kind: "run", ids, mask, layers, heads} runs it and
-// hands the maps' buffer back without a copy. A failure answers {id, error}.
+// the session from the model's bytes; {kind: "run", ids, mask, layers, heads} runs it, sends
+// each layer's maps as soon as they are known ({id, layer, maps}, a copy handed over without a
+// second one) and then answers with the embedding. A failure answers {id, error}.
 
 import { createSession, loadRuntime, runSession } from "./session.js";
 
 let ort = null;
 let session = null;
 
-async function answer({ kind, vendor, model, ids, mask, layers, heads }) {
+async function answer({ id, kind, vendor, model, ids, mask, layers, heads }) {
   if (kind === "hello") return [{}, []];
   if (kind === "runtime") {
     ort = await loadRuntime(vendor);
@@ -20,8 +21,11 @@ async function answer({ kind, vendor, model, ids, mask, layers, heads }) {
     return [{}, []];
   }
   if (kind === "run") {
-    const r = await runSession(ort, session, ids, mask, layers, heads);
-    return [r, [r.maps.buffer, r.embedding.buffer]];
+    const r = await runSession(ort, session, ids, mask, layers, heads, (layer, maps) => {
+      const copy = maps.slice(); // the session keeps its own
+      self.postMessage({ id, layer, maps: copy }, [copy.buffer]);
+    });
+    return [r, [r.embedding.buffer]];
   }
   throw new Error(`the model's worker has no task "${kind}"`);
 }
