@@ -236,7 +236,7 @@ def distance_ratio(maps: Sequence[torch.Tensor], *, drop_specials: bool = True) 
         t = x.shape[-1]
         if t < 2:
             raise ValueError("a sentence needs at least two tokens to measure a distance")
-        dist = _distances(t, dtype=x.dtype)  # (T, T)
+        dist = _distances(t, x.device, x.dtype)  # (T, T)
         out.append((x * dist).sum(-1).mean(-1) / uniform_distance(t))  # (...)
     return torch.stack(out).float()
 
@@ -253,7 +253,7 @@ def far_mass(
     for m in maps:
         x = _inner(m, drop_specials)
         t = x.shape[-1]
-        far = (_distances(t) >= min_distance).to(x.dtype)  # (T, T)
+        far = (_distances(t, x.device) >= min_distance).to(x.dtype)  # (T, T)
         measured.append((x * far).sum(-1).mean(-1))  # (...)
         uniform.append(far.sum(-1).mean() / t)  # a uniform row puts 1/T on every key
     return torch.stack(measured).float(), torch.stack(uniform).float()

@@ -10,7 +10,7 @@ there (a review found it on 50 of 62 pages). Here each page is loaded as a phone
 1. **Nothing is cut without a visible way to see the rest.** Every figure (`img`, `svg`,
    `canvas`), formula (MathJax's drawn `mjx-math`) and table shown on the page must fit
    inside every box around it that clips (`overflow-x` not `visible`), or that box must
-   show a hint beside it: an element of class `mha-more` (book/_ext/static/small_screens.js
+   show a hint beside it: an element of class `mha-more` (_static/small_screens.js
    writes them: "scrolls sideways", or a figure's "tap to enlarge"), shown, at least 9 px
    text, on screen, and within 48 px of the box.
 2. **A figure too small to read opens at a readable size.** A figure shown narrower than the

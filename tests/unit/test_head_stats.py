@@ -144,6 +144,16 @@ def test_far_mass_by_hand():
     assert float(uniform) == pytest.approx(6 / 16)
 
 
+def test_distance_statistics_stay_on_the_maps_device():
+    """Maps on another device (here "meta", where a GPU's maps would be) are measured there:
+    no distance matrix is built on the default device beside them."""
+    maps = torch.softmax(torch.randn(2, 3, 6, 6), -1).to("meta")
+    assert hs.distance_ratio([maps, maps]).device.type == "meta"
+    measured, uniform = hs.far_mass([maps], 2)
+    assert measured.device.type == "meta" and uniform.device.type == "meta"
+    assert measured.shape == (1, 2, 3)
+
+
 def test_distance_ratio_bad_inputs():
     with pytest.raises(ValueError, match="positive int"):
         hs.uniform_distance(0)
