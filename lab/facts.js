@@ -33,8 +33,8 @@ export function facts(box, engine, bench, { t }) {
       zh_load: fmt(eds.zh.load_s.median, 2), zh_download: mb(eds.zh.download_bytes),
       switch_download: mb(bench.lab.switch_language_download_bytes),
     }) }));
-    if (long && long.click_maps_ms) {
-      const first = long.click_by_layer["0"];
+    const first = long && long.click_by_layer && long.click_by_layer["0"]; // a first-layer head's clicks
+    if (first) {
       parts.push(el("p", { id: "mha-lab-bench-long", text: t("bench_long", {
         tokens: long.tokens, maps_median: fmt(long.click_maps_ms.median, 0), maps_min: fmt(long.click_maps_ms.min, 0),
         maps_max: fmt(long.click_maps_ms.max, 0), clicks: long.click_maps_ms.n, first_median: fmt(first.maps_ms.median, 0),

@@ -819,6 +819,27 @@ def test_no_interface_text_names_the_books_code(browser_page) -> None:
     assert not [c for c in code if re.search(r"mha_lib|LabModel|\.py\b", c)], code
 
 
+def test_how_this_works_quotes_the_benchmarks_long_text_clicks(browser_page) -> None:
+    """The note under the lab quotes bench/results/lab.json as committed: a click's maps, those
+    of a head of the first layer (the slowest: every layer runs again), and the ranking."""
+    import json
+
+    tab, *_ = browser_page
+    long = json.loads((REPO / "bench" / "results" / "lab.json").read_text())["lab"]["long_text"]
+    shown = tab.inner_text("#mha-lab-bench-long")
+    first = long["click_by_layer"]["0"]
+    for value in (
+        long["click_maps_ms"]["median"],
+        long["click_maps_ms"]["max"],
+        first["maps_ms"]["median"],
+        long["click_ms"]["median"],
+        first["ms"]["median"],
+    ):
+        # JavaScript's toFixed(0) rounds halves up
+        assert f"{int(value + 0.5)} ms" in shown, (value, shown)
+    assert f"over {long['click_maps_ms']['n']} clicks" in shown, shown
+
+
 def test_the_site_has_its_own_icon(browser_page) -> None:
     tab, base, *_ = browser_page
     for path in (LAB, "zh/" + LAB):
