@@ -104,8 +104,8 @@ class WorkerRunner {
     return this.ask({ kind: "create", model }, [model.buffer]);
   }
 
-  run(ids, mask, layers, heads, onLayer) {
-    return this.ask({ kind: "run", ids, mask, layers, heads }, [], onLayer);
+  run(batch, mask, layers, heads, onLayer) {
+    return this.ask({ kind: "run", batch, mask, layers, heads, maps: onLayer !== null }, [], onLayer || undefined);
   }
 }
 
@@ -121,8 +121,8 @@ class PageRunner {
     this.session = await createSession(this.ort, model);
   }
 
-  run(ids, mask, layers, heads, onLayer) {
-    return runSession(this.ort, this.session, ids, mask, layers, heads, onLayer);
+  run(batch, mask, layers, heads, onLayer) {
+    return runSession(this.ort, this.session, batch, mask, layers, heads, onLayer || undefined);
   }
 }
 
@@ -167,7 +167,17 @@ export class LabEngine {
   // called as each layer's maps land in `maps` (the run's own (layers, heads, T, T) array, the
   // layers above still empty), so that the page can draw while the model runs on.
   run(text, headMask, onLayer = null) {
-    const job = this.queue.then(() => this.runNow(text, headMask, onLayer));
+    return this.queued(() => this.runNow(text, headMask, onLayer));
+  }
+
+  // Several texts in one run (padded to the longest): their embeddings, no maps. The page's
+  // candidate sentences, a few short ones, take one run of each layer this way.
+  runBatch(texts, headMask) {
+    return this.queued(() => this.runBatchNow(texts, headMask));
+  }
+
+  queued(work) {
+    const job = this.queue.then(work);
     this.queue = job.catch(() => {});
     return job;
   }
@@ -178,12 +188,23 @@ export class LabEngine {
     const T = ids.length;
     const size = this.H * T * T;
     const maps = new Float32Array(this.L * size);
-    const r = await this.runner.run(ids, mask, this.L, this.H, (layer, layerMaps) => {
+    const r = await this.runner.run([ids], mask, this.L, this.H, (layer, layerMaps) => {
       maps.set(layerMaps, layer * size);
       if (onLayer) onLayer(layer, maps, T);
     });
-    this.stats.runs.push({ tokens: T, ms: r.ms, from: r.from });
-    return { tokens, truncated, T, maps, embedding: Array.from(r.embedding), ms: r.ms };
+    this.stats.runs.push({ tokens: T, texts: 1, ms: r.ms, from: r.from });
+    return { tokens, truncated, T, maps, embedding: Array.from(r.embeddings[0]), ms: r.ms };
+  }
+
+  async runBatchNow(texts, headMask) {
+    if (texts.length === 0) return [];
+    const encoded = texts.map((text) => this.encode(text));
+    const mask = flatMask(headMask, this.L, this.H);
+    const r = await this.runner.run(encoded.map((e) => e.ids), mask, this.L, this.H, null);
+    const T = Math.max(...encoded.map((e) => e.ids.length));
+    this.stats.runs.push({ tokens: T, texts: texts.length, ms: r.ms, from: r.from });
+    return encoded.map((e, i) => ({ tokens: e.tokens, truncated: e.truncated, T: e.ids.length,
+      embedding: Array.from(r.embeddings[i]), ms: r.ms }));
   }
 }
 

@@ -12,7 +12,7 @@ export function facts(box, engine, bench, { t }) {
     el("td", { text: name === meta.precision ? t("precision_used", { precision: name }) : name }), el("td", { text: mb(m.download_bytes ?? m.bytes) }),
     el("td", { text: m.max_abs_map.toExponential(1) }), el("td", { text: fmt(m.min_cosine, 5) })));
   const table = el("table", { class: "mha-lab-table" },
-    el("caption", { text: t("precision_caption", { sentences: c.fp32.sentences, masks: c.fp32.masks, tokens: c.fp32.longest_tokens,
+    el("caption", { text: t("precision_caption", { sentences: c.fp32.sentences, masks: c.fp32.masks, tokens: c.fp32.longest_tokens, batched: c.fp32.batched,
       map_tolerance: meta.rule.map_tolerance, cosine_floor: meta.rule.cosine_floor }) }),
     el("thead", {}, el("tr", {}, ...["precision_weights", "precision_file", "precision_map", "precision_cosine"]
       .map((key) => el("th", { scope: "col", text: t(key) })))),

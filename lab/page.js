@@ -48,7 +48,6 @@ export class LabPage {
     this.base = null; // and the same text's with every head on, for the change bars
     this.baseline = null; // the latest all-heads-on runs: {text, cands, res, candRes}
     this.centre = 0; // a long text's window of the large map: the token at its centre
-    this.onCache = new Map(); // the candidates' all-heads-on runs, by sentence
     this.pending = null;
     this.place = new PointerPlace();
     this.lastPointerType = null;
@@ -345,6 +344,16 @@ export class LabPage {
       spent.runs += 1;
       return r;
     };
+    // The candidate sentences, all in one run (the model keeps a run it has made: with every
+    // head on, theirs is made once).
+    const runCandidates = async (headMask) => {
+      if (this.pending !== ticket) throw STALE;
+      if (cands.length === 0) return [];
+      const r = await this.engine.runBatch(cands, headMask);
+      spent.ms += r[0].ms;
+      spent.runs += 1;
+      return r;
+    };
     const shown = this.shown;
     this.shown = null; // until every layer of this update is painted
     // The grid follows the run it will show, layer by layer; `base` (all heads on) sets the
@@ -381,13 +390,9 @@ export class LabPage {
       const mapsMs = performance.now() - started;
       this.root.dispatchEvent(new CustomEvent("mha-lab-maps"));
       if (baseline.cands === null || baseline.cands.join("\n") !== cands.join("\n")) {
-        const onRes = [];
-        for (const c of cands) onRes.push(this.onCache.get(c) || (await run(c, null)));
-        for (let i = 0; i < cands.length; i++) this.onCache.set(cands[i], onRes[i]);
-        Object.assign(baseline, { cands, candRes: onRes });
+        Object.assign(baseline, { cands, candRes: await runCandidates(null) });
       }
-      const candRes = [];
-      for (let i = 0; i < cands.length; i++) candRes.push(allOn ? baseline.candRes[i] : await run(cands[i], mask));
+      const candRes = allOn ? baseline.candRes : await runCandidates(mask);
       if (this.pending !== ticket) return;
       const top = this.showRanking(candRes, baseline);
       const now = performance.now();
@@ -474,11 +479,8 @@ export class LabPage {
         box.textContent = t("scale_pending", { off, done: d, draws: SCALE_DRAWS });
         const random = randomMask(this.L, this.H, off, d);
         const mine = (await this.engine.run(text, random)).embedding;
-        const cos = [];
-        for (const c of cands) {
-          if (this.pending !== ticket) return;
-          cos.push(cosine(mine, (await this.engine.run(c, random)).embedding));
-        }
+        if (this.pending !== ticket) return;
+        const cos = (await this.engine.runBatch(cands, random)).map((r) => cosine(mine, r.embedding));
         moves.push(meanAbsChange(cos, before));
         if (ranking(cos)[0] !== top) flips += 1;
       }

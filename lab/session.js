@@ -48,7 +48,7 @@ export async function createSession(ort, model) {
   return { stages, sessions, memory: new Map() };
 }
 
-const REMEMBERED = 8; // texts whose layers are kept: the reader's, its candidates, a few more
+const REMEMBERED = 8; // texts (or batches) whose layers are kept: the reader's, the candidates, a few more
 
 // The first layer whose mask row differs between `a` and `b` (`layers` when none does).
 function firstChanged(a, b, layers, heads) {
@@ -58,20 +58,25 @@ function firstChanged(a, b, layers, heads) {
   return layers;
 }
 
-// One run: `ids` (numbers), `mask` (Float32Array, layers × heads). Hands each layer's maps (a
-// Float32Array, (heads, T, T)) to `onLayer(layer, maps)` as soon as they are known, in order,
-// so that the page can draw a layer while the next one runs; returns the sentence embedding,
-// the run's ms and the first layer it ran (`from`). A layer's output depends only on the text
-// and the mask rows of the layers up to it, so a text run before keeps its layers below the
-// first changed row. Two runs of each text are kept: its first (on the page, every head on)
-// and its latest, so that switching a head back and then another one reruns from the new
-// head's layer either way. `onLayer` must not keep the array it is given: it stays in memory.
-export async function runSession(ort, model, ids, mask, layers, heads, onLayer = () => {}) {
-  const T = ids.length;
-  const key = ids.join(" ");
+// One run of a batch of texts: `batch` (each text's ids, numbers), `mask` (Float32Array,
+// layers × heads). The texts are padded to the longest (id 0, attention mask 0: no token looks
+// at the padding, and the sentence embedding averages real tokens only), so that a few short
+// sentences take one run of each layer instead of one each. Hands each layer's maps (a
+// Float32Array, (batch, heads, T, T)) to `onLayer(layer, maps)` as soon as they are known, in
+// order, so that the page can draw a layer while the next one runs; returns each text's
+// sentence embedding, the run's ms and the first layer it ran (`from`). A layer's output
+// depends only on the texts and the mask rows of the layers up to it, so a batch run before
+// keeps its layers below the first changed row. Two runs of each batch are kept: its first (on
+// the page, every head on) and its latest, so that switching a head back and then another one
+// reruns from the new head's layer either way. `onLayer` must not keep the array it is given:
+// it stays in memory.
+export async function runSession(ort, model, batch, mask, layers, heads, onLayer = () => {}) {
+  const B = batch.length;
+  const T = Math.max(...batch.map((ids) => ids.length));
+  const key = batch.map((ids) => ids.join(" ")).join("|");
   const t0 = performance.now();
   const runs = model.memory.get(key) || [];
-  model.memory.delete(key); // re-inserted below: the most recent text last
+  model.memory.delete(key); // re-inserted below: the most recent batch last
   let from = 0;
   let near = null; // the kept run that shares the most layers with this mask
   for (const r of runs) {
@@ -80,14 +85,20 @@ export async function runSession(ort, model, ids, mask, layers, heads, onLayer =
   }
   let run = near;
   if (from < layers) {
-    run = { mask: Float32Array.from(mask), maps: [], hidden: [], embedding: null };
+    run = { mask: Float32Array.from(mask), maps: [], hidden: [], embeddings: null };
     for (let l = 0; l < from; l++) {
       [run.maps[l], run.hidden[l + 1]] = [near.maps[l], near.hidden[l + 1]];
       onLayer(l, run.maps[l]);
     }
+    const ids = new BigInt64Array(B * T); // 0: [PAD]
+    const attention = new BigInt64Array(B * T);
+    batch.forEach((row, b) => {
+      ids.set(BigInt64Array.from(row, BigInt), b * T);
+      attention.fill(1n, b * T, b * T + row.length);
+    });
     const feed = {
-      input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
-      attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
+      input_ids: new ort.Tensor("int64", ids, [B, T]),
+      attention_mask: new ort.Tensor("int64", attention, [B, T]),
       head_mask: new ort.Tensor("float32", mask, [layers, heads]),
     };
     for (let l = from; l < layers; l++) {
@@ -97,7 +108,11 @@ export async function runSession(ort, model, ids, mask, layers, heads, onLayer =
       const out = await model.sessions[l].run(given);
       run.maps[l] = out[outputs[0]].data;
       if (l < layers - 1) run.hidden[l + 1] = out[outputs[1]];
-      else run.embedding = Float32Array.from(out[outputs[1]].data);
+      else {
+        const all = out[outputs[1]].data;
+        const D = all.length / B;
+        run.embeddings = batch.map((_, b) => all.slice(b * D, (b + 1) * D));
+      }
       onLayer(l, run.maps[l]);
     }
     model.memory.set(key, runs.length === 0 ? [run] : [runs[0], run]);
@@ -106,5 +121,5 @@ export async function runSession(ort, model, ids, mask, layers, heads, onLayer =
     model.memory.set(key, runs);
   }
   while (model.memory.size > REMEMBERED) model.memory.delete(model.memory.keys().next().value);
-  return { embedding: run.embedding.slice(), ms: performance.now() - t0, from };
+  return { embeddings: run.embeddings.map((e) => e.slice()), ms: performance.now() - t0, from };
 }

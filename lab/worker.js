@@ -1,16 +1,17 @@
 // The model, off the page's main thread (engine.js starts it as a module worker): the page
 // stays free to scroll, point and type while a long text runs. Messages, each answered with
 // its `id`: {kind: "runtime", vendor} loads ONNX Runtime Web; {kind: "create", model} makes
-// the session from the model's bytes; {kind: "run", ids, mask, layers, heads} runs it, sends
-// each layer's maps as soon as they are known ({id, layer, maps}, a copy handed over without a
-// second one) and then answers with the embedding. A failure answers {id, error}.
+// the session from the model's bytes; {kind: "run", batch, mask, layers, heads, maps} runs it,
+// sends each layer's maps as soon as they are known when `maps` is true ({id, layer, maps}, a
+// copy handed over without a second one) and then answers with the embeddings. A failure
+// answers {id, error}.
 
 import { createSession, loadRuntime, runSession } from "./session.js";
 
 let ort = null;
 let session = null;
 
-async function answer({ id, kind, vendor, model, ids, mask, layers, heads }) {
+async function answer({ id, kind, vendor, model, batch, mask, layers, heads, maps: withMaps }) {
   if (kind === "hello") return [{}, []];
   if (kind === "runtime") {
     ort = await loadRuntime(vendor);
@@ -21,11 +22,12 @@ async function answer({ id, kind, vendor, model, ids, mask, layers, heads }) {
     return [{}, []];
   }
   if (kind === "run") {
-    const r = await runSession(ort, session, ids, mask, layers, heads, (layer, maps) => {
+    const r = await runSession(ort, session, batch, mask, layers, heads, (layer, maps) => {
+      if (!withMaps) return;
       const copy = maps.slice(); // the session keeps its own
       self.postMessage({ id, layer, maps: copy }, [copy.buffer]);
     });
-    return [r, [r.embedding.buffer]];
+    return [r, r.embeddings.map((e) => e.buffer)];
   }
   throw new Error(`the model's worker has no task "${kind}"`);
 }

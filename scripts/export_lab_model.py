@@ -11,9 +11,10 @@ book gets the model. Nothing it writes is committed: it goes under `_build/`.
 What it writes into `--out`:
 
 * `minilm-lab.stages.gz`: `mha_lib.bert.lab.LabStages` cut into one ONNX model per layer
-  (`split_stages`: stage `i` takes `input_ids`, `attention_mask`, float `head_mask`
-  (layers, heads) and, after the first, `hidden_i`; it gives `maps_i` (heads, T, T) and
-  `hidden_{i+1}`, the last one `sentence_embedding` (1, d_model)), at the chosen precision,
+  (`split_stages`: stage `i` takes `input_ids` and `attention_mask` (batch, T), float
+  `head_mask` (layers, heads) and, after the first, `hidden_i`; it gives `maps_i`
+  (batch, heads, T, T) and `hidden_{i+1}`, the last one `sentence_embedding`
+  (batch, d_model); a batch is texts padded to one length), at the chosen precision,
   packed one after the other behind a small JSON header (`pack_stages`) and gzip-compressed
   (the page inflates it with the browser's DecompressionStream: the file is served as it is,
   by any static server). The page runs a text again from the first layer whose heads
@@ -146,15 +147,19 @@ def export_fp32(model: object, path: Path) -> None:
 
     lab = LabStages(model).eval()
     layers, heads = lab.num_layers, lab.num_heads
-    ids = torch.tensor([[101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102]])
+    # Two texts, the second padded: the graph traced with a batch and a padding mask.
+    ids = torch.tensor([[101, 1996, 4937, 2938, 2006, 1996, 13523, 1012, 102],
+                        [101, 1996, 3899, 1012, 102, 0, 0, 0, 0]])  # fmt: skip
+    attention = (ids != 0).long()
+    batch = torch.export.Dim("batch", min=1, max=64)
     tokens = torch.export.Dim("tokens", min=2, max=int(model.config.max_position_embeddings))
     torch.onnx.export(
         lab,
-        (ids, torch.ones_like(ids), torch.ones(layers, heads)),
+        (ids, attention, torch.ones(layers, heads)),
         str(path),
         input_names=["input_ids", "attention_mask", "head_mask"],
         output_names=lab.output_names(),
-        dynamic_shapes=({1: tokens}, {1: tokens}, None),
+        dynamic_shapes=({0: batch, 1: tokens}, {0: batch, 1: tokens}, None),
         opset_version=OPSET,
         dynamo=True,
         external_data=False,
@@ -309,7 +314,7 @@ class StagedRun:
         ]
 
     def __call__(self, input_ids: object, attention_mask: object, mask: object) -> tuple:
-        """`(maps (L, H, T, T), embedding (1, D))` as numpy arrays."""
+        """`(maps (L, B, H, T, T), embedding (B, D))` as numpy arrays."""
         import numpy as np
 
         feed = {"input_ids": input_ids, "attention_mask": attention_mask, "head_mask": mask}
@@ -321,9 +326,25 @@ class StagedRun:
         return np.stack(maps), feed["sentence_embedding"]
 
 
+def pad_batch(rows: list[list[int]]) -> tuple[object, object]:
+    """Texts' ids padded to the longest, as the page pads a batch: `(input_ids, attention_mask)`
+    (B, T) int64, id 0 ([PAD]) and mask 0 on the padding."""
+    import numpy as np
+
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    attention = np.zeros((len(rows), width), dtype=np.int64)
+    for b, row in enumerate(rows):
+        ids[b, : len(row)] = row
+        attention[b, : len(row)] = 1
+    return ids, attention
+
+
 def fidelity(parts: list[bytes], stages: list, model: object, tokenizer: object,
-             sentences: list[str]) -> dict:  # fmt: skip
-    """Largest differences from PyTorch (mha_lib.bert.lab_outputs) over sentences × masks."""
+             sentences: list[str], batched: int = 10) -> dict:  # fmt: skip
+    """Largest differences from PyTorch (mha_lib.bert.lab_outputs) over sentences × masks,
+    each sentence run alone and the first `batched` run together as one padded batch (as the
+    page runs its candidate sentences): each row's maps over its own tokens, and its embedding."""
     import numpy as np
     import torch
 
@@ -333,26 +354,37 @@ def fidelity(parts: list[bytes], stages: list, model: object, tokenizer: object,
     lab = LabModel(model)
     worst_map = worst_emb = 0.0
     min_cos = 1.0
+
+    def compare(got_maps: np.ndarray, got_emb: np.ndarray, maps: torch.Tensor,
+                emb: torch.Tensor) -> None:  # fmt: skip
+        nonlocal worst_map, worst_emb, min_cos
+        worst_map = max(worst_map, float(np.abs(got_maps - maps.numpy()).max()))
+        worst_emb = max(worst_emb, float(np.abs(got_emb - emb.numpy()).max()))
+        a, b = got_emb.astype(np.float64), emb.numpy().astype(np.float64)
+        if np.linalg.norm(a) > 0 and np.linalg.norm(b) > 0:
+            min_cos = min(min_cos, float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)))
+
     for _name, mask in sample_masks(lab.num_layers, lab.num_heads):
+        head_mask = np.asarray(mask, dtype=np.float32)
+        alone = []
         for text in sentences:
-            _, maps, emb = lab_outputs(model, tokenizer, text, torch.tensor(mask))
+            alone.append(lab_outputs(model, tokenizer, text, torch.tensor(mask)))
             enc = tokenizer(text, return_tensors="np")
             got_maps, got_emb = run(
-                enc["input_ids"].astype(np.int64),
-                enc["attention_mask"].astype(np.int64),
-                np.asarray(mask, dtype=np.float32),
+                enc["input_ids"].astype(np.int64), enc["attention_mask"].astype(np.int64), head_mask
             )
-            worst_map = max(worst_map, float(np.abs(got_maps - maps.numpy()).max()))
-            worst_emb = max(worst_emb, float(np.abs(got_emb[0] - emb.numpy()).max()))
-            a, b = got_emb[0].astype(np.float64), emb.numpy().astype(np.float64)
-            if np.linalg.norm(a) > 0 and np.linalg.norm(b) > 0:
-                cos = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
-                min_cos = min(min_cos, cos)
+            compare(got_maps[:, 0], got_emb[0], *alone[-1][1:])
+        rows = [tokenizer(text)["input_ids"] for text in sentences[:batched]]
+        got_maps, got_emb = run(*pad_batch(rows), head_mask)
+        for b, row in enumerate(rows):
+            t = len(row)
+            compare(got_maps[:, b, :, :t, :t], got_emb[b], *alone[b][1:])
     return {
         "max_abs_map": worst_map,
         "max_abs_embedding": worst_emb,
         "min_cosine": min_cos,
         "sentences": len(sentences),
+        "batched": min(batched, len(sentences)),
         "longest_tokens": max(len(tokenizer(t)["input_ids"]) for t in sentences),
         "masks": len(sample_masks(lab.num_layers, lab.num_heads)),
     }

@@ -89,11 +89,14 @@ class LabModel(nn.Module):
 
 
 class LabStages(LabModel):
-    """`LabModel` with every layer's map and hidden state as outputs of their own.
+    """`LabModel` with every layer's map and hidden state as outputs of their own, for a batch.
 
     The export cuts this graph into one stage per layer (`stages`), so that the page can run
     a text again from the first layer whose heads changed: the layers below it see the same
-    input under the same mask, so their numbers are the ones it already has.
+    input under the same mask, so their numbers are the ones it already has. A batch of texts
+    padded to one length (attention mask 0 on the padding) runs as one: the page's candidate
+    sentences take one run of each layer together. Each layer's maps are `(B, H, T, T)`, the
+    embedding `(B, D)`.
     """
 
     def forward(
@@ -106,7 +109,7 @@ class LabStages(LabModel):
                 output_attentions=True,
                 output_hidden_states=True,
             )
-        maps = [a[0] for a in out.attentions]  # L × (H, T, T)
+        maps = list(out.attentions)  # L × (B, H, T, T)
         embedding = mean_pool(out.last_hidden_state, attention_mask)
         return (*maps, *out.hidden_states, embedding)
 

@@ -298,9 +298,22 @@ def test_the_stages_run_one_after_another_are_the_whole_model(tmp_path, tiny_ber
     with torch.inference_mode():
         maps, embedding = bert.LabModel(model)(ids, torch.ones_like(ids), mask)
     got_maps, got_embedding = run(ids.numpy(), np.ones((1, 7), np.int64), mask.numpy())
-    assert float(np.abs(got_maps - maps.numpy()).max()) <= MAP_TOLERANCE
+    assert float(np.abs(got_maps[:, 0] - maps.numpy()).max()) <= MAP_TOLERANCE
     assert float(np.abs(got_embedding - embedding.numpy()).max()) <= EMBEDDING_TOLERANCE
     # The mask reaches the stages: switching the head off moved the later layers.
     unmasked, plain = run(ids.numpy(), np.ones((1, 7), np.int64), np.ones_like(mask.numpy()))
     assert np.array_equal(unmasked[:2], got_maps[:2])
     assert float(np.abs(plain - got_embedding).max()) > MOVED * EMBEDDING_TOLERANCE
+    # A batch, padded as the page pads its candidate sentences: each row is its text run
+    # alone, maps over its own tokens and embedding (the padding changes nothing).
+    rows = [[2, 40, 41, 3], ids[0].tolist(), [2, 50, 3]]
+    batch_maps, batch_embedding = run(*export.pad_batch(rows), mask.numpy())
+    assert batch_maps.shape[:2] == (3, 3) and batch_embedding.shape[0] == 3
+    for b, row in enumerate(rows):
+        one = torch.tensor([row])
+        with torch.inference_mode():
+            maps, embedding = bert.LabModel(model)(one, torch.ones_like(one), mask)
+        t = len(row)
+        assert float(np.abs(batch_maps[:, b, :, :t, :t] - maps.numpy()).max()) <= MAP_TOLERANCE
+        assert float(np.abs(batch_embedding[b] - embedding[0].numpy()).max()) <= EMBEDDING_TOLERANCE
+        assert np.all(batch_maps[:, b, :, :, t:] == 0)  # no token looks at the padding
