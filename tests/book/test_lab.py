@@ -819,6 +819,13 @@ def test_no_interface_text_names_the_books_code(browser_page) -> None:
     assert not [c for c in code if re.search(r"mha_lib|LabModel|\.py\b", c)], code
 
 
+def _fixed0(x: float) -> str:
+    """JavaScript's x.toFixed(0): the double's exact decimal value, halves rounded up."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(x).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
 def test_how_this_works_quotes_the_benchmarks_long_text_clicks(browser_page) -> None:
     """The note under the lab quotes bench/results/lab.json as committed: a click's maps, those
     of a head of the first layer (the slowest: every layer runs again), and the ranking."""
@@ -835,9 +842,21 @@ def test_how_this_works_quotes_the_benchmarks_long_text_clicks(browser_page) -> 
         long["click_ms"]["median"],
         first["ms"]["median"],
     ):
-        # JavaScript's toFixed(0) rounds halves up
-        assert f"{int(value + 0.5)} ms" in shown, (value, shown)
+        assert f"{_fixed0(value)} ms" in shown, (value, shown)
     assert f"over {long['click_maps_ms']['n']} clicks" in shown, shown
+
+
+def test_how_this_works_quotes_this_browsers_first_runs(browser_page) -> None:
+    """The reader's own numbers: the first sentence's run and the ranked sentences' batch,
+    as the page's clocks (mhaLab.stats) have them."""
+    tab, *_ = browser_page
+    runs = tab.evaluate("() => mhaLab.stats.runs")
+    text = next(r for r in runs if r["texts"] == 1)
+    batch = next(r for r in runs if r["texts"] > 1)
+    shown = tab.inner_text("#mha-lab-own")
+    assert f"first sentence ({text['tokens']} tokens) ran in {_fixed0(text['ms'])} ms" in shown
+    assert f"the {batch['texts']} sentences ranked against it, together, in " in shown, shown
+    assert f"{_fixed0(batch['ms'])} ms" in shown, shown
 
 
 def test_the_site_has_its_own_icon(browser_page) -> None:
