@@ -104,8 +104,8 @@ class WorkerRunner {
     return this.ask({ kind: "create", model }, [model.buffer]);
   }
 
-  run(batch, mask, layers, heads, onLayer) {
-    return this.ask({ kind: "run", batch, mask, layers, heads, maps: onLayer !== null }, [], onLayer || undefined);
+  run(batch, mask, layers, heads, onLayer, keep) {
+    return this.ask({ kind: "run", batch, mask, layers, heads, maps: onLayer !== null, keep }, [], onLayer || undefined);
   }
 }
 
@@ -121,8 +121,8 @@ class PageRunner {
     this.session = await createSession(this.ort, model);
   }
 
-  run(batch, mask, layers, heads, onLayer) {
-    return runSession(this.ort, this.session, batch, mask, layers, heads, onLayer || undefined);
+  run(batch, mask, layers, heads, onLayer, keep) {
+    return runSession(this.ort, this.session, batch, mask, layers, heads, onLayer || undefined, keep);
   }
 }
 
@@ -165,15 +165,16 @@ export class LabEngine {
 
   // Serialised: one session runs one call at a time. `onLayer(layer, maps, T)`, if given, is
   // called as each layer's maps land in `maps` (the run's own (layers, heads, T, T) array, the
-  // layers above still empty), so that the page can draw while the model runs on.
-  run(text, headMask, onLayer = null) {
-    return this.queued(() => this.runNow(text, headMask, onLayer));
+  // layers above still empty), so that the page can draw while the model runs on. `keep`
+  // false: a one-off mask, not kept as the text's latest run (session.js).
+  run(text, headMask, onLayer = null, { keep = true } = {}) {
+    return this.queued(() => this.runNow(text, headMask, onLayer, keep));
   }
 
   // Several texts in one run (padded to the longest): their embeddings, no maps. The page's
   // candidate sentences, a few short ones, take one run of each layer this way.
-  runBatch(texts, headMask) {
-    return this.queued(() => this.runBatchNow(texts, headMask));
+  runBatch(texts, headMask, { keep = true } = {}) {
+    return this.queued(() => this.runBatchNow(texts, headMask, keep));
   }
 
   queued(work) {
@@ -182,7 +183,7 @@ export class LabEngine {
     return job;
   }
 
-  async runNow(text, headMask, onLayer) {
+  async runNow(text, headMask, onLayer, keep) {
     const { tokens, ids, truncated } = this.encode(text);
     const mask = flatMask(headMask, this.L, this.H);
     const T = ids.length;
@@ -191,16 +192,16 @@ export class LabEngine {
     const r = await this.runner.run([ids], mask, this.L, this.H, (layer, layerMaps) => {
       maps.set(layerMaps, layer * size);
       if (onLayer) onLayer(layer, maps, T);
-    });
+    }, keep);
     this.stats.runs.push({ tokens: T, texts: 1, ms: r.ms, from: r.from });
     return { tokens, truncated, T, maps, embedding: Array.from(r.embeddings[0]), ms: r.ms };
   }
 
-  async runBatchNow(texts, headMask) {
+  async runBatchNow(texts, headMask, keep) {
     if (texts.length === 0) return [];
     const encoded = texts.map((text) => this.encode(text));
     const mask = flatMask(headMask, this.L, this.H);
-    const r = await this.runner.run(encoded.map((e) => e.ids), mask, this.L, this.H, null);
+    const r = await this.runner.run(encoded.map((e) => e.ids), mask, this.L, this.H, null, keep);
     const T = Math.max(...encoded.map((e) => e.ids.length));
     this.stats.runs.push({ tokens: T, texts: texts.length, ms: r.ms, from: r.from });
     return encoded.map((e, i) => ({ tokens: e.tokens, truncated: e.truncated, T: e.ids.length,

@@ -478,9 +478,11 @@ export class LabPage {
         if (this.pending !== ticket) return;
         box.textContent = t("scale_pending", { off, done: d, draws: SCALE_DRAWS });
         const random = randomMask(this.L, this.H, off, d);
-        const mine = (await this.engine.run(text, random)).embedding;
+        // One-off masks: not kept as the texts' latest runs, which the reader's next click
+        // reruns from.
+        const mine = (await this.engine.run(text, random, null, { keep: false })).embedding;
         if (this.pending !== ticket) return;
-        const cos = (await this.engine.runBatch(cands, random)).map((r) => cosine(mine, r.embedding));
+        const cos = (await this.engine.runBatch(cands, random, { keep: false })).map((r) => cosine(mine, r.embedding));
         moves.push(meanAbsChange(cos, before));
         if (ranking(cos)[0] !== top) flips += 1;
       }

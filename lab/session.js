@@ -68,9 +68,10 @@ function firstChanged(a, b, layers, heads) {
 // depends only on the texts and the mask rows of the layers up to it, so a batch run before
 // keeps its layers below the first changed row. Two runs of each batch are kept: its first (on
 // the page, every head on) and its latest, so that switching a head back and then another one
-// reruns from the new head's layer either way. `onLayer` must not keep the array it is given:
-// it stays in memory.
-export async function runSession(ort, model, batch, mask, layers, heads, onLayer = () => {}) {
+// reruns from the new head's layer either way; a run made with `keep` false (the scale's random
+// masks, one-off) is not kept as the latest. `onLayer` must not keep the array it is given: it
+// stays in memory.
+export async function runSession(ort, model, batch, mask, layers, heads, onLayer = () => {}, keep = true) {
   const B = batch.length;
   const T = Math.max(...batch.map((ids) => ids.length));
   const key = batch.map((ids) => ids.join(" ")).join("|");
@@ -115,11 +116,11 @@ export async function runSession(ort, model, batch, mask, layers, heads, onLayer
       }
       onLayer(l, run.maps[l]);
     }
-    model.memory.set(key, runs.length === 0 ? [run] : [runs[0], run]);
   } else {
     for (let l = 0; l < layers; l++) onLayer(l, run.maps[l]);
-    model.memory.set(key, runs);
   }
+  const kept = from < layers && keep ? (runs.length === 0 ? [run] : [runs[0], run]) : runs;
+  if (kept.length > 0) model.memory.set(key, kept);
   while (model.memory.size > REMEMBERED) model.memory.delete(model.memory.keys().next().value);
   return { embeddings: run.embeddings.map((e) => e.slice()), ms: performance.now() - t0, from };
 }

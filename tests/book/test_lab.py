@@ -215,6 +215,26 @@ def test_a_text_runs_again_from_its_first_changed_layer_and_matches_python(
             below = min(layer for layer, _ in off)
             assert torch.equal(maps[:below], base[:below])
 
+def test_the_scales_random_draws_leave_where_the_next_click_reruns_from(browser_page) -> None:
+    """The scale's random masks are one-off runs: after them, a click reruns the text from the
+    clicked head's layer, as it would have without them (not from the first layer a random
+    draw switched off)."""
+    tab, *_ = browser_page
+    _all_on(tab)
+    _act(tab, lambda: tab.fill("#mha-lab-text", "The dog chased the ball across the park."))
+    scaled = int(tab.get_attribute("#mha-lab", "data-scaled") or 0)
+    _act(tab, lambda: _tile(tab, 3, 1).click())
+    tab.wait_for_function(
+        "n => +document.querySelector('#mha-lab').dataset.scaled > n", arg=scaled, timeout=60_000
+    )
+    assert "random" in tab.inner_text("#mha-lab-scale")
+    runs = tab.evaluate("() => mhaLab.stats.runs.length")
+    _act(tab, lambda: _tile(tab, 4, 2).click())
+    ran = tab.evaluate("n => mhaLab.stats.runs.slice(n)", runs)
+    assert [r["from"] for r in ran if r["texts"] == 1][0] == 4, ran
+    _all_on(tab)
+
+
 def test_tricky_text_and_truncation_match_python(browser_page, reference) -> None:
     """The page's tokenizer on accents, punctuation, numbers, unknown words, Chinese, 600+ chars."""
     from mha_lib.bert.lab import lab_outputs, max_tokens
