@@ -147,8 +147,9 @@ def heldout_scores(
     name, score, ci = statistics.best_rule(
         {str(o): v for o, v in rules.items()}, select, report, groups, seed=seed
     )
-    gain, gain_ci = statistics.paired_gain(sub, rules[int(name)], head, report, groups, seed=seed)
-    gain_p = statistics.paired_gain_p(sub, rules[int(name)], head, report, groups, seed=seed)
+    gain, gain_ci, gain_p = statistics.paired_gain(
+        sub, rules[int(name)], head, report, groups, seed=seed
+    )
     keep = set(int(r) for r in report)
     return RelationScore(
         relation=relation,

@@ -226,30 +226,18 @@ def paired_gain(
     groups: Sequence[int] | None = None,
     *,
     seed: int = 0,
-) -> tuple[float, tuple[float, float]]:
-    """The chosen head's score minus a rule's on the report half, with a paired interval.
+) -> tuple[float, tuple[float, float], float]:
+    """The chosen head's score minus a rule's on the report half: `(gain, interval, p)`.
 
     `hits` is `(N, L, H)` and `rule` `(N,)` on the same items; resampling the
     differences item by item (or group by group) keeps the pairing, so the interval is
-    narrower than the two separate intervals suggest when head and rule agree often.
+    narrower than the two separate intervals suggest when head and rule agree often. `p` is
+    the two-sided bootstrap p-value from the same resamples: the test that many relations at
+    once correct with Holm's method.
     """
     diff, sub_groups = _paired(hits, rule, chosen, report, groups)
-    return float(diff.mean()), bootstrap_ci(diff, sub_groups, seed=seed)
-
-
-def paired_gain_p(
-    hits: torch.Tensor,
-    rule: torch.Tensor,
-    chosen: HeldOut,
-    report: Sequence[int],
-    groups: Sequence[int] | None = None,
-    *,
-    seed: int = 0,
-) -> float:
-    """The two-sided bootstrap p-value of `paired_gain` (the same resamples): the test
-    that many relations at once correct with Holm's method."""
-    diff, sub_groups = _paired(hits, rule, chosen, report, groups)
-    return bootstrap_p(diff, sub_groups, seed=seed)
+    ci = bootstrap_ci(diff, sub_groups, seed=seed)
+    return float(diff.mean()), ci, bootstrap_p(diff, sub_groups, seed=seed)
 
 
 def _paired(

@@ -19,7 +19,6 @@ from mha_lib.analysis.statistics import (
     bootstrap_ci,
     bootstrap_p,
     paired_gain,
-    paired_gain_p,
     paired_stderr,
     percent,
     split_halves,
@@ -153,12 +152,13 @@ def test_best_rule_and_paired_gain_by_hand():
     hits = torch.zeros(4, 1, 1)
     hits[[1, 2, 3]] = 1.0
     chosen = best_head(hits, [0, 1], [2, 3])
-    gain, (lo, hi) = paired_gain(hits, rules["second"], chosen, [2, 3])
+    gain, (lo, hi), p = paired_gain(hits, rules["second"], chosen, [2, 3])
     assert gain == 0.0 and lo == hi == 0.0  # the head and the rule agree on every item
-    assert paired_gain_p(hits, rules["second"], chosen, [2, 3]) == 1.0
+    assert p == 1.0
     # against the first rule the head wins on both items of the report half
-    assert paired_gain(hits, rules["first"], chosen, [2, 3])[0] == 1.0
-    assert paired_gain_p(hits, rules["first"], chosen, [2, 3]) == pytest.approx(2 / 2001)
+    gain, _, p = paired_gain(hits, rules["first"], chosen, [2, 3])
+    assert gain == 1.0
+    assert p == pytest.approx(2 / 2001)
 
 
 @pytest.mark.parametrize(
